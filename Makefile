@@ -1,0 +1,50 @@
+# zklua — see README.md.  `make` builds the C core, the Lua 5.4 module (build/zklua/core.so)
+# and the ./zklua runner; `make test` installs what is missing and runs the spec suite.
+
+CC       ?= cc
+LUA_INC  ?= /usr/include/lua5.4
+LUA_LIB  ?= -llua5.4
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
+LDLIBS   += -lzookeeper_mt -lpthread
+PREFIX   ?= /usr/local
+
+CORE_SRC := $(wildcard src/core/*.c)
+LUA_SRC  := $(wildcard src/lua/*.c)
+CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
+LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
+HEADERS  := $(wildcard src/*/*.h)
+
+.PHONY: all clean test demo bench deps check-deps
+
+all: build/zklua/core.so zklua
+
+build/obj/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(LUA_INC) -c $< -o $@
+
+build/libzklua_core.a: $(CORE_OBJ)
+	ar rcs $@ $^
+
+build/zklua/core.so: $(LUA_OBJ) build/libzklua_core.a
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LUA_OBJ) build/libzklua_core.a $(LDLIBS)
+
+zklua: build/obj/cli/main.o $(LUA_OBJ) build/libzklua_core.a
+	$(CC) -o $@ $^ $(LUA_LIB) $(LDLIBS) -lm -ldl -Wl,-E
+
+# Installs missing Debian packages when run as root, or prints the apt-get line and stops.
+deps:
+	@scripts/ensure-deps
+
+test: deps all
+	scripts/run-specs
+
+demo: deps all
+	./zklua examples/demo.lua
+
+bench: deps all
+	./zklua bench/run.lua
+
+clean:
+	rm -rf build zklua

@@ -1,0 +1,130 @@
+--- zklua.check — argument checks, run before anything is sent.
+--
+-- Each raises a BadArgumentsError whose message names the call and the argument, e.g.
+-- "create: path must start with '/' (got 'foo')", and whose `argument` field names it.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+
+local check = {}
+
+local function fail(fname, argument, message)
+  errors.raise(errors.BadArgumentsError, fname .. ": " .. message, nil,
+               { argument = argument })
+end
+check.fail = fail
+
+local function shown(value)
+  if type(value) == "string" then
+    if #value > 40 then value = value:sub(1, 37) .. "..." end
+    return string.format("%q", value)
+  end
+  return type(value)
+end
+
+--- A ZooKeeper path; sequential creates may end with '/'.
+function check.path(fname, path, argument, sequential)
+  argument = argument or "path"
+  if type(path) ~= "string" then
+    fail(fname, argument, argument .. " must be a string (got " .. type(path) .. ")")
+  end
+  local problem = core.path_problem(path, sequential)
+  if problem then fail(fname, argument, problem .. " (got " .. shown(path) .. ")") end
+  return path
+end
+
+--- A node value: a string (binary-safe) or nil (empty), within the server's packet limit.
+function check.value(fname, value, path, argument)
+  argument = argument or "value"
+  if value == nil then return "" end
+  if type(value) ~= "string" then
+    fail(fname, argument, argument .. " must be a string or nil (got " .. type(value) .. ")")
+  end
+  -- the request carries the path and about a hundred bytes of framing besides the value
+  local limit = core.max_packet - #path - 128
+  if #value > limit then
+    fail(fname, argument, string.format("%s is %d bytes, over the server's limit of %d " ..
+         "(1 MiB per request)", argument, #value, limit))
+  end
+  return value
+end
+
+--- A znode version: nil means any (-1).
+function check.version(fname, version, argument)
+  argument = argument or "version"
+  if version == nil then return -1 end
+  if type(version) ~= "number" or version ~= math.floor(version) or version < -1
+     or version > 2147483647 then
+    fail(fname, argument, argument .. " must be an integer >= -1 (got " .. shown(version) .. ")")
+  end
+  return version
+end
+
+--- A watch: nil, or a function called once with the event.
+function check.watch(fname, watch, argument)
+  if watch ~= nil and type(watch) ~= "function" then
+    fail(fname, argument or "watch",
+         (argument or "watch") .. " must be a function or nil (got " .. type(watch) .. ")")
+  end
+  return watch
+end
+
+--- An options table: nil or a table whose keys are all in allowed (name -> type).
+function check.options(fname, opts, allowed, argument)
+  argument = argument or "opts"
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    fail(fname, argument, argument .. " must be a table (got " .. type(opts) .. ")")
+  end
+  for k, v in pairs(opts) do
+    local want = allowed[k]
+    if not want then
+      fail(fname, tostring(k), "unknown option '" .. tostring(k) .. "'")
+    end
+    if want ~= "any" and type(v) ~= want then
+      fail(fname, k, "option '" .. k .. "' must be a " .. want .. " (got " .. type(v) .. ")")
+    end
+  end
+  return opts
+end
+
+--- A timeout in seconds: nil (no limit) or a number >= 0.
+function check.timeout(fname, timeout, argument)
+  argument = argument or "timeout"
+  if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
+    fail(fname, argument, argument .. " must be a number of seconds >= 0 or nil (got " ..
+         shown(timeout) .. ")")
+  end
+  return timeout
+end
+
+--- A boolean-ish flag: nil, false or true.
+function check.flag(fname, value, argument)
+  if value ~= nil and type(value) ~= "boolean" then
+    fail(fname, argument, argument .. " must be a boolean (got " .. type(value) .. ")")
+  end
+  return value == true
+end
+
+--- A list of ACLs (kazoo's shape {perms=, id={scheme=, id=}}, or {perms=, scheme=, id=}).
+function check.acls(fname, acls, argument)
+  argument = argument or "acl"
+  if type(acls) ~= "table" or #acls == 0 then
+    fail(fname, argument, argument .. " must be a non-empty list of ACLs (got " ..
+         shown(acls) .. ")")
+  end
+  for i, acl in ipairs(acls) do
+    local where = argument .. "[" .. i .. "]"
+    if type(acl) ~= "table" then fail(fname, argument, where .. " must be an ACL table") end
+    local perms = acl.perms
+    if type(perms) ~= "number" or perms ~= math.floor(perms) or perms < 0 or perms > 31 then
+      fail(fname, argument, where .. ".perms must be an integer from 0 to 31")
+    end
+    local id = type(acl.id) == "table" and acl.id or acl
+    if type(id.scheme) ~= "string" or type(id.id) ~= "string" then
+      fail(fname, argument, where .. " needs an id: {scheme = string, id = string}")
+    end
+  end
+  return acls
+end
+
+return check

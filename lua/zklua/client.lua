@@ -1,0 +1,557 @@
+--- zklua.client — a ZooKeeper client with kazoo's API.
+--
+--   local zk = zklua.client{hosts = "127.0.0.1:2181", timeout = 10}
+--   zk:start()
+--   zk:create("/app/x", "v", {makepath = true})
+--
+-- Guarantees:
+-- * Every operation has a synchronous form and an `_async` twin returning a future; every
+--   future is resolved exactly once, whatever happens to the connection: ConnectionLoss when
+--   it drops, SessionExpiredError when the session dies, ConnectionClosedError after stop().
+-- * `zk.state` follows kazoo: LOST until connected, CONNECTED, SUSPENDED while the connection
+--   is down (the session, its watches and ephemerals may live), LOST when the session expired
+--   or the client stopped.  After an expiry a new session is opened at once (auth re-applied)
+--   and CONNECTED follows.  Listeners hear each change.  One-shot watches die with a session;
+--   DataWatch and ChildrenWatch re-arm themselves.
+-- * Arguments are checked before anything is sent (zklua.check).
+-- * Callbacks (watches, listeners, rawlinks) run from Lua, in the thread that owns the client,
+--   while a blocking call waits or when the host calls zk:dispatch().  State fields change
+--   only there too.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local Future = require "zklua.future"
+local Retry = require "zklua.retry"
+local security = require "zklua.security"
+local blocking = require "zklua.handlers.blocking"
+
+local Client = {}
+Client.__index = Client
+
+local FLAG_EPHEMERAL, FLAG_SEQUENCE = 1, 2
+local DEFAULT_HOSTS = "127.0.0.1:2181"
+
+local CLIENT_OPTIONS = {
+  hosts = "any", timeout = "number", read_only = "boolean", auth_data = "table",
+  default_acl = "table", command_retry = "table", connection_retry = "table",
+  logger = "any", handler = "table", client_id = "table",
+}
+
+local LOG_LEVELS = { none = 0, error = 1, warn = 2, warning = 2, info = 3, debug = 4 }
+
+local function hosts_string(hosts)
+  if type(hosts) == "table" then hosts = table.concat(hosts, ",") end
+  if type(hosts) ~= "string" or hosts == "" then
+    check.fail("client", "hosts", "hosts must be a string like \"host:port,host:port/chroot\"")
+  end
+  return hosts
+end
+
+local function chroot_of(hosts)
+  local chroot = hosts:match("^[^/]*(/.*)$")
+  if chroot then check.path("client", chroot, "hosts (chroot)") end
+  return chroot
+end
+
+local function check_auth_data(auth_data)
+  for i, pair in ipairs(auth_data) do
+    if type(pair) ~= "table" or type(pair[1]) ~= "string" or type(pair[2]) ~= "string" then
+      check.fail("client", "auth_data", "auth_data[" .. i .. "] must be {scheme, credential}")
+    end
+  end
+  return auth_data
+end
+
+local function configure_logger(logger)
+  if logger == nil then return nil end
+  if type(logger) == "function" then return logger end
+  local level = type(logger) == "number" and logger or LOG_LEVELS[logger]
+  if not level then
+    check.fail("client", "logger", "logger must be a function or a level " ..
+               "(\"none\", \"error\", \"warn\", \"info\", \"debug\")")
+  end
+  core.set_log_level(level)
+  return nil
+end
+
+--- zklua.client(hosts) or zklua.client{hosts = ..., timeout = ..., ...}
+function Client.new(arg)
+  local opts = type(arg) == "string" and { hosts = arg } or arg or {}
+  check.options("client", opts, CLIENT_OPTIONS, "options")
+  local hosts = hosts_string(opts.hosts or os.getenv("ZKLUA_HOSTS") or DEFAULT_HOSTS)
+  local timeout = opts.timeout or 10
+  if timeout <= 0 then check.fail("client", "timeout", "timeout must be > 0 seconds") end
+  if opts.default_acl then check.acls("client", opts.default_acl, "default_acl") end
+  local handler = opts.handler or blocking
+  local self = setmetatable({
+    hosts = hosts,
+    chroot = chroot_of(hosts),
+    state = "LOST",
+    client_state = "CLOSED",
+    connected = false,
+    handler = handler,
+    _timeout = timeout,
+    _default_acl = opts.default_acl or security.OPEN_ACL_UNSAFE,
+    _logger = configure_logger(opts.logger),
+    _pending = {},   -- op id -> future
+    _watchers = {},  -- op id -> watch function
+    _listeners = {},
+    _stopped = true,
+  }, Client)
+  self.retry_policy = Retry.new(opts.command_retry, handler.sleep)
+  if opts.connection_retry then Retry.new(opts.connection_retry) end -- checked; see README
+  local resume = opts.client_id
+  self._session = core.session(hosts, math.floor(timeout * 1000 + 0.5), opts.read_only == true,
+                               resume and resume[1], resume and resume[2])
+  for _, pair in ipairs(check_auth_data(opts.auth_data or {})) do
+    self._session:add_auth(pair[1], pair[2]) -- remembered: sent with every new session
+  end
+  handler.attach(self)
+  return self
+end
+
+-- ---------------------------------------------------------------- event loop
+
+function Client:_log(level, message)
+  if self._logger then
+    pcall(self._logger, level, message)
+  elseif level == "error" then
+    io.stderr:write("zklua: ", message, "\n")
+  end
+end
+
+local function call_user(client, what, fn, ...)
+  local ok, result = pcall(fn, ...)
+  if not ok then client:_log("error", "error in " .. what .. ": " .. tostring(result)) end
+  return ok, result
+end
+
+function Client:_complete(id, rc, watch_dropped, r1, r2)
+  if watch_dropped then self._watchers[id] = nil end
+  local future = self._pending[id]
+  if not future then return end -- an auth remembered before start
+  self._pending[id] = nil
+  if future._complete then
+    future._complete(future, rc, r1, r2)
+  elseif rc == 0 then
+    future:set(r1, r2)
+  else
+    future:set_exception(errors.from_code(rc, future._path))
+  end
+end
+
+function Client:_fire_watch(id, event_type, keeper_state, path)
+  local fn = self._watchers[id]
+  if not fn then return end
+  self._watchers[id] = nil
+  call_user(self, "watch callback", fn, { type = event_type, state = keeper_state, path = path })
+end
+
+function Client:_change_state(state, client_state)
+  self.client_state = client_state
+  self.connected = state == "CONNECTED"
+  if state == self.state then return end
+  self.state = state
+  if state == "LOST" then self._watchers = {} end -- one-shot watches died with the session
+  local listeners = {}
+  for i, fn in ipairs(self._listeners) do listeners[i] = fn end
+  for _, fn in ipairs(listeners) do
+    local ok, remove = call_user(self, "state listener", fn, state)
+    if ok and remove == true then self:remove_listener(fn) end
+  end
+end
+
+function Client:_handle(kind, a, b, c, d, e)
+  if kind == "op" then
+    self:_complete(a, b, c, d, e)
+  elseif kind == "watch" then
+    self:_fire_watch(a, b, c, d)
+  elseif kind == "state" then
+    self:_change_state(a, b)
+  else
+    return false
+  end
+  return true
+end
+
+--- Handles the events waiting, after waiting at most timeout seconds for the first
+-- (nil or 0: never waits).  Returns how many were handled.
+function Client:dispatch(timeout)
+  local session = self._session
+  if not session then return 0 end
+  if timeout and timeout > 0 then session:wait(timeout) end
+  local handled = 0
+  while self:_handle(session:next()) do
+    handled = handled + 1
+    session = self._session -- a callback may have closed the client
+    if not session then return handled end
+  end
+  local _, client_state = session:state()
+  self.client_state = client_state
+  return handled
+end
+
+--- The fd that is readable while events wait (for host event loops); nil once closed.
+function Client:fileno()
+  return self._session and self._session:fileno()
+end
+
+-- ---------------------------------------------------------------- lifecycle
+
+--- Connects, waiting at most timeout seconds (default 15); raises TimeoutError (and stops)
+-- when no server answered in time, AuthFailedError when the server refused the auth.
+function Client:start(timeout)
+  timeout = check.timeout("start", timeout) or 15
+  if not self._session then errors.raise(errors.ConnectionClosedError, "client is closed") end
+  if self._stopped then
+    local ok, why = self._session:start()
+    if not ok then
+      errors.raise(errors.ConfigurationError, "cannot use hosts " .. string.format("%q",
+                   self.hosts) .. ": " .. tostring(why))
+    end
+    self._stopped = false
+    self.client_state = "CONNECTING"
+  end
+  local client = self
+  local connected = self.handler.wait(function()
+    return client.state == "CONNECTED" or client.client_state == "AUTH_FAILED"
+  end, timeout)
+  if self.client_state == "AUTH_FAILED" then
+    self:stop()
+    errors.raise(errors.AuthFailedError, "the server refused the client's auth_data")
+  end
+  if not connected then
+    self:stop()
+    errors.raise(errors.TimeoutError, "could not connect to " .. self.hosts .. " within " ..
+                 timeout .. " s")
+  end
+end
+
+--- Ends the session (its ephemeral nodes vanish).  Every op still in flight fails with
+-- ConnectionClosedError before this returns; listeners hear LOST.
+function Client:stop()
+  if self._stopped or not self._session then return end
+  self._stopped = true
+  self._session:stop()
+  self:dispatch(0)
+  self._watchers = {}
+end
+
+--- Stops, then frees the client's resources; it cannot be started again.
+function Client:close()
+  if not self._session then return end
+  self:stop()
+  self._session:close()
+  self._session = nil
+  self.handler.detach(self)
+end
+
+--- Restarts: stop() then start().
+function Client:restart()
+  self:stop()
+  self:start()
+end
+
+--- The session id as a "0x..." hex string and its 16-byte password, or nil before connecting.
+function Client:client_id()
+  if not self._session then return nil end
+  return self._session:client_id()
+end
+
+--- The session timeout the server granted, in seconds (0 before connecting).
+function Client:session_timeout()
+  return self._session and self._session:negotiated_timeout() / 1000 or 0
+end
+
+function Client:add_listener(fn)
+  if type(fn) ~= "function" then check.fail("add_listener", "listener", "listener must be a function") end
+  self._listeners[#self._listeners + 1] = fn
+end
+
+function Client:remove_listener(fn)
+  for i = #self._listeners, 1, -1 do
+    if self._listeners[i] == fn then table.remove(self._listeners, i) end
+  end
+end
+
+--- Calls fn(...) under the client's command_retry policy (kazoo's zk.retry).
+function Client:retry(fn, ...)
+  return self.retry_policy(fn, ...)
+end
+
+-- ---------------------------------------------------------------- submitting ops
+
+local function ensure_usable(client, fname)
+  if not client._session or client._stopped then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
+                 (client._session and "not started" or "closed"))
+  end
+  return client._session
+end
+
+--- Registers a submitted op's future (and watch).
+function Client:_track(id, path, watch)
+  local future = Future.new(self.handler)
+  future._path = path
+  self._pending[id] = future
+  if watch then self._watchers[id] = watch end
+  return future
+end
+
+local function parent_of(path)
+  return path:match("^(.*)/[^/]*$")
+end
+
+--- Resolves target as source resolved.
+local function settle_from(source, target)
+  if source.exception then
+    target:set_exception(source.exception)
+  else
+    target:set(source.value, source._second)
+  end
+end
+
+function Client:_submit_create(path, value, acl, flags, include_data)
+  local session = ensure_usable(self, "create")
+  return self:_track(session:create(path, value, acl, flags, include_data), path)
+end
+
+local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boolean",
+                         makepath = "boolean", include_data = "boolean" }
+
+--- create_async(path, value, {acl, ephemeral, sequence, makepath, include_data})
+-- -> future of the created path (and its stat with include_data)
+function Client:create_async(path, value, opts)
+  opts = check.options("create", opts, CREATE_OPTIONS)
+  check.path("create", path, "path", opts.sequence)
+  value = check.value("create", value, path)
+  local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
+  local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
+  ensure_usable(self, "create")
+  local first = self:_submit_create(path, value, acl, flags, opts.include_data)
+  if not opts.makepath then return first end
+  local client, result = self, Future.new(self.handler)
+  return result:chain(first, function(attempt)
+    local parent = parent_of(path)
+    if not (errors.is(attempt.exception, errors.NoNodeError) and parent ~= "") then
+      return settle_from(attempt, result)
+    end
+    result:chain(client:ensure_path_async(parent, opts.acl), function(made)
+      if made.exception then return result:set_exception(made.exception) end
+      result:chain(client:_submit_create(path, value, acl, flags, opts.include_data),
+                   settle_from)
+    end)
+  end)
+end
+
+function Client:create(path, value, opts)
+  return self:create_async(path, value, opts):get()
+end
+
+--- ensure_path_async(path, acl) -> future of true once path and its parents exist
+function Client:ensure_path_async(path, acl)
+  check.path("ensure_path", path)
+  if acl ~= nil then check.acls("ensure_path", acl) end
+  local result = Future.new(self.handler)
+  if path == "/" then
+    result:set(true)
+    return result
+  end
+  local client = self
+  return result:chain(self:exists_async(path), function(exists)
+    if exists.exception then return result:set_exception(exists.exception) end
+    if exists.value then return result:set(true) end
+    result:chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
+      if made.exception and not errors.is(made.exception, errors.NodeExistsError) then
+        return result:set_exception(made.exception)
+      end
+      result:set(true)
+    end)
+  end)
+end
+
+function Client:ensure_path(path, acl)
+  return self:ensure_path_async(path, acl):get()
+end
+
+--- exists_async(path, watch) -> future of the stat, or nil when there is no node
+function Client:exists_async(path, watch)
+  check.path("exists", path)
+  check.watch("exists", watch)
+  local session = ensure_usable(self, "exists")
+  return self:_track(session:exists(path, watch ~= nil), path, watch)
+end
+
+function Client:exists(path, watch)
+  return self:exists_async(path, watch):get()
+end
+
+--- get_async(path, watch) -> future of data, stat
+function Client:get_async(path, watch)
+  check.path("get", path)
+  check.watch("get", watch)
+  local session = ensure_usable(self, "get")
+  return self:_track(session:get(path, watch ~= nil), path, watch)
+end
+
+function Client:get(path, watch)
+  return self:get_async(path, watch):get()
+end
+
+--- get_children_async(path, watch, include_data) -> future of the children (and the stat)
+function Client:get_children_async(path, watch, include_data)
+  check.path("get_children", path)
+  check.watch("get_children", watch)
+  include_data = check.flag("get_children", include_data, "include_data")
+  local session = ensure_usable(self, "get_children")
+  local future = self:_track(session:children(path, watch ~= nil), path, watch)
+  if not include_data then
+    future._complete = function(f, rc, children)
+      if rc == 0 then f:set(children) else f:set_exception(errors.from_code(rc, path)) end
+    end
+  end
+  return future
+end
+
+function Client:get_children(path, watch, include_data)
+  return self:get_children_async(path, watch, include_data):get()
+end
+
+--- set_async(path, value, version) -> future of the new stat
+function Client:set_async(path, value, version)
+  check.path("set", path)
+  value = check.value("set", value, path)
+  version = check.version("set", version)
+  local session = ensure_usable(self, "set")
+  return self:_track(session:set(path, value, version), path)
+end
+
+function Client:set(path, value, version)
+  return self:set_async(path, value, version):get()
+end
+
+--- delete_async(path, version) -> future of true
+function Client:delete_async(path, version)
+  check.path("delete", path)
+  version = check.version("delete", version)
+  local session = ensure_usable(self, "delete")
+  return self:_track(session:delete(path, version), path)
+end
+
+local function join(parent, child)
+  return parent == "/" and "/" .. child or parent .. "/" .. child
+end
+
+--- Deletes path's subtree, children first; nodes that vanish meanwhile are fine.
+function Client:_delete_tree(path)
+  local ok, children = pcall(self.get_children, self, path)
+  if not ok then
+    if errors.is(children, errors.NoNodeError) then return end
+    error(children, 0)
+  end
+  for _, child in ipairs(children) do
+    local child_path = join(path, child)
+    if child_path ~= "/zookeeper" then self:_delete_tree(child_path) end
+  end
+  if path ~= "/" then
+    local deleted, err = pcall(self.delete, self, path)
+    if not deleted and not errors.is(err, errors.NoNodeError) then error(err, 0) end
+  end
+end
+
+--- delete(path, version, recursive) -> true.  recursive deletes the whole subtree.
+function Client:delete(path, version, recursive)
+  recursive = check.flag("delete", recursive, "recursive")
+  if not recursive then return self:delete_async(path, version):get() end
+  check.path("delete", path)
+  check.version("delete", version)
+  if version ~= nil and version ~= -1 then
+    check.fail("delete", "version", "a recursive delete cannot check a version")
+  end
+  ensure_usable(self, "delete")
+  self:_delete_tree(path)
+  return true
+end
+
+--- get_acls_async(path) -> future of acls, stat
+function Client:get_acls_async(path)
+  check.path("get_acls", path)
+  local session = ensure_usable(self, "get_acls")
+  return self:_track(session:get_acl(path), path)
+end
+
+function Client:get_acls(path)
+  return self:get_acls_async(path):get()
+end
+
+--- set_acls_async(path, acls, version) -> future of the node's stat after the change
+function Client:set_acls_async(path, acls, version)
+  check.path("set_acls", path)
+  check.acls("set_acls", acls, "acls")
+  version = check.version("set_acls", version)
+  local session = ensure_usable(self, "set_acls")
+  local changed = self:_track(session:set_acl(path, acls, version), path)
+  local client, result = self, Future.new(self.handler)
+  return result:chain(changed, function(f)
+    if f.exception then return result:set_exception(f.exception) end
+    result:chain(client:exists_async(path), settle_from) -- the C library returns no stat
+  end)
+end
+
+function Client:set_acls(path, acls, version)
+  return self:set_acls_async(path, acls, version):get()
+end
+
+--- sync_async(path) -> future of the path, once the server caught up with the leader
+function Client:sync_async(path)
+  check.path("sync", path)
+  local session = ensure_usable(self, "sync")
+  return self:_track(session:sync(path), path)
+end
+
+function Client:sync(path)
+  return self:sync_async(path):get()
+end
+
+--- add_auth_async(scheme, credential) -> future of true; re-applied after every expiry
+function Client:add_auth_async(scheme, credential)
+  if type(scheme) ~= "string" or scheme == "" then
+    check.fail("add_auth", "scheme", "scheme must be a non-empty string")
+  end
+  if type(credential) ~= "string" then
+    check.fail("add_auth", "credential", "credential must be a string")
+  end
+  local session = ensure_usable(self, "add_auth")
+  return self:_track(session:add_auth(scheme, credential))
+end
+
+function Client:add_auth(scheme, credential)
+  return self:add_auth_async(scheme, credential):get()
+end
+
+--- A transaction (zklua.transaction): ops committed atomically.
+function Client:transaction()
+  return require("zklua.transaction").new(self)
+end
+
+--- Submits a list of transaction ops; the future resolves with raw per-op results.
+function Client:_submit_multi(ops)
+  local session = ensure_usable(self, "commit")
+  return self:_track(session:multi(ops))
+end
+
+function Client:DataWatch(path, fn, opts)
+  return require("zklua.watchers").DataWatch(self, path, fn, opts)
+end
+
+function Client:ChildrenWatch(path, fn, opts)
+  return require("zklua.watchers").ChildrenWatch(self, path, fn, opts)
+end
+
+Client.__name = "zklua.Client"
+
+function Client.__tostring(client)
+  return string.format("zklua.Client(%s, %s)", client.hosts, client.state)
+end
+
+return Client

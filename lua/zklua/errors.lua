@@ -1,0 +1,115 @@
+--- zklua.errors — error objects with kazoo's names and hierarchy.
+--
+-- Every error zklua raises is a table with `name` (kazoo's exception name), `message`,
+-- `code` (ZooKeeper's integer, where there is one) and `path` (where known); `tostring(err)`
+-- reads well.  Classes are callable: `errors.NoNodeError("msg", "/path")` builds one.
+-- `errors.is(err, errors.ZookeeperError)` follows kazoo's hierarchy:
+-- KazooException > ZookeeperError > NoNodeError, ...; ConnectionClosedError is a
+-- SessionExpiredError, as in kazoo.
+local errors = {}
+
+local instance_mt = {}
+instance_mt.__index = instance_mt
+
+function instance_mt.__tostring(err)
+  local text = err.name
+  if err.message and err.message ~= "" then text = text .. ": " .. err.message end
+  if err.path then text = text .. " (path " .. err.path .. ")" end
+  return text
+end
+
+local class_mt = {}
+
+function class_mt.__call(class, message, path, fields)
+  local err = { name = class.name, class = class, code = class.code,
+                message = message or class.default_message, path = path }
+  if fields then
+    for k, v in pairs(fields) do err[k] = v end
+  end
+  return setmetatable(err, instance_mt)
+end
+
+function class_mt.__tostring(class)
+  return "zklua.errors." .. class.name
+end
+
+local by_code = {}
+
+local function define(name, parent, code, default_message)
+  local class = setmetatable({ name = name, parent = parent, code = code,
+                               default_message = default_message }, class_mt)
+  errors[name] = class
+  if code then by_code[code] = class end
+  return class
+end
+
+local K = define("KazooException")
+local Z = define("ZookeeperError", K)
+define("RolledBackError", Z, 0, "rolled back: another operation in the transaction failed")
+define("SystemZookeeperError", Z, -1, "system error")
+define("RuntimeInconsistency", Z, -2, "runtime inconsistency")
+define("DataInconsistency", Z, -3, "data inconsistency")
+define("ConnectionLoss", Z, -4, "connection to the server was lost")
+define("MarshallingError", Z, -5, "marshalling error")
+define("UnimplementedError", Z, -6, "operation is unimplemented")
+define("OperationTimeoutError", Z, -7, "operation timed out")
+define("BadArgumentsError", Z, -8, "bad arguments")
+define("NewConfigNoQuorumError", Z, -13, "no quorum for the new config")
+define("ReconfigInProcessError", Z, -14, "a reconfiguration is in progress")
+define("APIError", Z, -100, "API error")
+define("NoNodeError", Z, -101, "node does not exist")
+define("NoAuthError", Z, -102, "not authorized")
+define("BadVersionError", Z, -103, "version does not match")
+define("NoChildrenForEphemeralsError", Z, -108, "ephemeral nodes may not have children")
+define("NodeExistsError", Z, -110, "node already exists")
+define("NotEmptyError", Z, -111, "node has children")
+local expired = define("SessionExpiredError", Z, -112, "session expired")
+define("InvalidCallbackError", Z, -113, "invalid callback")
+define("InvalidACLError", Z, -114, "invalid ACL")
+define("AuthFailedError", Z, -115, "authentication failed")
+define("SessionMovedError", Z, -118, "session moved to another server")
+define("NotReadOnlyCallError", Z, -119, "a write was sent to a read-only server")
+define("ConnectionClosedError", expired, -116, "connection has been closed")
+define("CancelledError", K, nil, "cancelled")
+define("ConfigurationError", K, nil, "bad configuration")
+define("ZookeeperStoppedError", K, nil, "the client has been stopped")
+define("ConnectionDropped", K, nil, "connection dropped")
+define("LockTimeout", K, nil, "timed out acquiring the lock")
+define("WriterNotClosedException", K, nil, "writer not closed")
+define("TimeoutError", K, nil, "timed out")
+define("RetryFailedError", K, nil, "retries exhausted")
+define("ForceRetryError", K, nil, "retry requested")
+define("InterruptedError", K, nil, "interrupted")
+-- Codes the C library produces locally, reported as the kazoo error a user would expect.
+by_code[-9] = expired        -- ZINVALIDSTATE: the handle died with its session
+
+--- The error object for a ZooKeeper return code.
+function errors.from_code(code, path)
+  local class = by_code[code]
+  if class then return class(nil, path) end
+  return errors.ZookeeperError("ZooKeeper error code " .. tostring(code), path,
+                               { code = code })
+end
+
+--- Whether err is an instance of class (or of one of its subclasses).
+function errors.is(err, class)
+  if type(err) ~= "table" or getmetatable(err) ~= instance_mt then return false end
+  local c = err.class
+  while c do
+    if c == class then return true end
+    c = c.parent
+  end
+  return false
+end
+
+--- Whether value is a zklua error object.
+function errors.is_error(value)
+  return type(value) == "table" and getmetatable(value) == instance_mt
+end
+
+--- Raises an error object of class; level as error()'s.
+function errors.raise(class, message, path, fields)
+  error(class(message, path, fields), 0)
+end
+
+return errors

@@ -1,0 +1,109 @@
+--- zklua.future — the result of an asynchronous call (kazoo's IAsyncResult).
+--
+-- `f:get(timeout)` returns what the synchronous call returns, or raises its error;
+-- `f:wait(timeout)` waits without raising; `f:ready()`, `f:successful()`, `f.value`,
+-- `f.exception`.  `f:rawlink(fn)` calls fn(f) once the result is in (at once if it already
+-- is); `f:unlink(fn)` takes it back.  Waiting runs the client's event loop through its
+-- handler, so watch callbacks and other futures progress meanwhile.  A future is resolved
+-- exactly once; the client guarantees every future of an op is resolved, even across a
+-- session expiry or stop().
+local errors = require "zklua.errors"
+
+local Future = {}
+Future.__index = Future
+
+--- A new, unresolved future waited on through handler (zklua.handlers.*).
+function Future.new(handler)
+  return setmetatable({ _handler = handler, done = false }, Future)
+end
+
+local function report(future, fn, err)
+  local log = future._handler and future._handler.log_callback_error
+  if log then log("rawlink callback", err) else io.stderr:write(tostring(err), "\n") end
+end
+
+local function run_links(future)
+  local links = future._links
+  if not links then return end
+  future._links = nil
+  for i = 1, #links do
+    local ok, err = pcall(links[i], future)
+    if not ok then report(future, links[i], err) end
+  end
+end
+
+--- Resolves with up to two values (what the synchronous call returns).
+function Future:set(value, second)
+  if self.done then return end
+  self.value, self._second, self.done = value, second, true
+  run_links(self)
+end
+
+--- Resolves with an error object.
+function Future:set_exception(err)
+  if self.done then return end
+  self.exception, self.done = err, true
+  run_links(self)
+end
+
+function Future:ready()
+  return self.done
+end
+
+function Future:successful()
+  return self.done and self.exception == nil
+end
+
+--- Waits at most timeout seconds (nil: no limit); true when resolved.
+function Future:wait(timeout)
+  if self.done then return true end
+  local future = self
+  return self._handler.wait(function() return future.done end, timeout)
+end
+
+--- The result, or raises the error; raises TimeoutError if not resolved within timeout.
+function Future:get(timeout)
+  if not self.done and not self:wait(timeout) then
+    errors.raise(errors.TimeoutError, "no result within " .. tostring(timeout) .. " s")
+  end
+  if self.exception ~= nil then error(self.exception, 0) end
+  if self._second == nil then return self.value end
+  return self.value, self._second
+end
+
+--- Like get, but never waits: raises TimeoutError if not resolved.
+function Future:get_nowait()
+  return self:get(0)
+end
+
+function Future:rawlink(fn)
+  if type(fn) ~= "function" then
+    errors.raise(errors.BadArgumentsError, "rawlink: callback must be a function")
+  end
+  if self.done then
+    fn(self)
+    return
+  end
+  self._links = self._links or {}
+  self._links[#self._links + 1] = fn
+end
+
+function Future:unlink(fn)
+  local links = self._links
+  if not links then return end
+  for i = #links, 1, -1 do
+    if links[i] == fn then table.remove(links, i) end
+  end
+end
+
+--- A future resolved from another: when source resolves, fn(source) decides this one.
+function Future:chain(source, fn)
+  local target = self
+  source:rawlink(function(src)
+    local ok, err = pcall(fn, src, target)
+    if not ok then target:set_exception(err) end
+  end)
+  return self
+end
+
+return Future

@@ -1,0 +1,69 @@
+--- zklua.handlers.blocking — the default way to wait: block the calling thread.
+--
+-- Waiting (a sync op, a future's get, a retry's sleep) runs the event loop of every client
+-- attached here, so watch callbacks, listeners and other clients' futures progress while a
+-- script waits, as kazoo's threads would make them.  Callbacks run from Lua, one event at a
+-- time; a callback may itself wait (the loop re-enters).
+local core = require "zklua.core"
+
+local blocking = { name = "blocking" }
+
+local clients = setmetatable({}, { __mode = "k" }) -- attached client -> true
+
+function blocking.attach(client)
+  clients[client] = true
+end
+
+function blocking.detach(client)
+  clients[client] = nil
+end
+
+--- Runs every attached client's pending events; returns how many were handled.
+local function dispatch_all()
+  local handled = 0
+  for client in pairs(clients) do
+    handled = handled + client:dispatch(0)
+  end
+  return handled
+end
+
+local function fds()
+  local list = {}
+  for client in pairs(clients) do
+    local fd = client:fileno()
+    if fd then list[#list + 1] = fd end
+  end
+  return list
+end
+
+--- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
+-- Returns done()'s final answer.
+function blocking.wait(done, timeout)
+  local deadline = timeout and core.monotonic() + timeout
+  while true do
+    if done() then return true end
+    if dispatch_all() == 0 then
+      if done() then return true end
+      local remaining = deadline and deadline - core.monotonic()
+      if remaining and remaining <= 0 then return false end
+      local list = fds()
+      if #list == 0 then
+        core.sleep(math.min(remaining or 0.05, 0.05)) -- nothing to wait on: keep time moving
+      else
+        core.poll(list, remaining)
+      end
+    end
+  end
+end
+
+--- Sleeps seconds while running the event loops.
+function blocking.sleep(seconds)
+  blocking.wait(function() return false end, seconds)
+end
+
+--- How errors in user callbacks are reported when the client has no logger.
+function blocking.log_callback_error(what, err)
+  io.stderr:write("zklua: error in ", what, ": ", tostring(err), "\n")
+end
+
+return blocking

@@ -1,0 +1,33 @@
+--- zklua — a ZooKeeper coordination engine for Lua, with kazoo's API.
+--
+--   local zklua = require "zklua"
+--   local zk = zklua.client("127.0.0.1:2181")   -- default hosts: $ZKLUA_HOSTS
+--   zk:start()
+local core = require "zklua.core"
+local Client = require "zklua.client"
+local Retry = require "zklua.retry"
+local blocking = require "zklua.handlers.blocking"
+
+local zklua = {
+  version = core.version,
+  errors = require "zklua.errors",
+  security = require "zklua.security",
+  states = { LOST = "LOST", SUSPENDED = "SUSPENDED", CONNECTED = "CONNECTED" },
+}
+
+--- A new client: zklua.client("hosts") or zklua.client{hosts = ..., timeout = ..., ...}.
+function zklua.client(opts)
+  return Client.new(opts)
+end
+
+--- A retry policy (kazoo's KazooRetry); callable: r(fn, ...).
+function zklua.retry(opts)
+  return Retry.new(opts, blocking.sleep)
+end
+
+--- Sleeps while running every client's event loop (the blocking handler's sleep).
+function zklua.sleep(seconds)
+  blocking.sleep(seconds)
+end
+
+return zklua

@@ -1,0 +1,311 @@
+--- zklua.testing — real ZooKeeper servers for tests, as kazoo's testing harness gives them.
+--
+--   local testing = require "zklua.testing"
+--   local server = testing.server()            -- standalone, on a free loopback port
+--   local zk = zklua.client(server.hosts); zk:start()
+--   testing.expire_session(zk)                 -- the server expires zk's session
+--   server:stop()
+--
+--   local ens = testing.ensemble(3)            -- three nodes on loopback
+--   ens:node(2):stop(); ens:node(2):start(); ens:leader():pause(); ...
+--
+-- Servers run Debian's `zookeeper` package under java, each in a temp dir with free ports and
+-- a short tickTime (200 ms: sessions may be as short as 0.4 s, so expiry tests are fast).
+-- A node is ready when `srvr` reports its mode.  Every process is stopped by its PID, never by
+-- name; a cluster left running is stopped when it is garbage collected or the Lua state closes.
+local core = require "zklua.core"
+local blocking = require "zklua.handlers.blocking"
+
+local testing = {}
+
+local CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+local JAVA_OPTS = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+local MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function run(cmd)
+  local ok = os.execute(cmd)
+  return ok == true or ok == 0
+end
+
+local function read_command(cmd)
+  local pipe = assert(io.popen(cmd, "r"))
+  local out = pipe:read("*a")
+  pipe:close()
+  return out
+end
+
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function make_temp_dir()
+  local dir = read_command("mktemp -d /tmp/zklua-zk.XXXXXX"):gsub("%s+$", "")
+  assert(dir ~= "", "mktemp failed")
+  return dir
+end
+
+local function pid_alive(pid)
+  return run("kill -0 " .. pid .. " 2>/dev/null")
+end
+
+--- Sleeps while running every client's event loop.
+local function sleep(seconds)
+  blocking.sleep(seconds)
+end
+
+--- Waits (running event loops) until pred() is true; raises after timeout seconds.
+function testing.wait_for(pred, timeout, what)
+  timeout = timeout or 10
+  if not blocking.wait(pred, timeout) then
+    error("timed out after " .. timeout .. " s waiting for " .. (what or "a condition"), 2)
+  end
+end
+
+-- ---------------------------------------------------------------- one server process
+
+local Node = {}
+Node.__index = Node
+
+function Node:_config()
+  local c = self.cluster
+  local lines = {
+    "tickTime=" .. c.tick_time,
+    "initLimit=10",
+    "syncLimit=5",
+    "minSessionTimeout=" .. 2 * c.tick_time,
+    "maxSessionTimeout=60000",
+    "dataDir=" .. self.dir .. "/data",
+    "clientPort=" .. self.port,
+    "clientPortAddress=127.0.0.1",
+    "admin.enableServer=false",
+    "4lw.commands.whitelist=*",
+    "forceSync=no",
+    "preAllocSize=1024",
+    "snapCount=100000",
+  }
+  if c.read_only then
+    lines[#lines + 1] = "localSessionsEnabled=true"
+    lines[#lines + 1] = "localSessionsUpgradingEnabled=true"
+  end
+  if #c.nodes > 1 then
+    for _, n in ipairs(c.nodes) do
+      lines[#lines + 1] = string.format("server.%d=127.0.0.1:%d:%d", n.id, n.peer_port,
+                                        n.election_port)
+    end
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+--- Starts the process (if not running) and waits until it serves.
+function Node:start(timeout)
+  if self.pid and pid_alive(self.pid) then return self end
+  run("mkdir -p " .. shell_quote(self.dir .. "/data"))
+  write_file(self.dir .. "/data/myid", self.id .. "\n")
+  write_file(self.dir .. "/zoo.cfg", self:_config())
+  local props = self.cluster.read_only and "-Dreadonlymode.enabled=true " or ""
+  local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
+    "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", JAVA_OPTS, props, CLASSPATH, MAIN,
+    shell_quote(self.dir .. "/zoo.cfg"))
+  local out = read_command("sh -c " .. shell_quote("exec " .. cmd .. " >> " ..
+    shell_quote(self.dir .. "/server.log") .. " 2>&1 </dev/null & echo $!"))
+  self.pid = tonumber(out:match("%d+"))
+  assert(self.pid, "could not start java: " .. out)
+  self.paused = false
+  if self.cluster.wait_each ~= false then self:wait_ready(timeout) end
+  return self
+end
+
+--- The server's mode ("standalone", "leader", "follower", "read-only") or nil.
+function Node:mode()
+  local answer = core.four_letter("127.0.0.1", self.port, "srvr", 1)
+  return answer and answer:match("Mode: ([%w%-]+)")
+end
+
+function Node:wait_ready(timeout)
+  timeout = timeout or 60
+  local deadline = core.monotonic() + timeout
+  while core.monotonic() < deadline do
+    local mode = self:mode()
+    if mode and mode ~= "read-only" then return mode end
+    if not pid_alive(self.pid) then
+      error("ZooKeeper node " .. self.id .. " exited; see " .. self.dir .. "/server.log")
+    end
+    sleep(0.05)
+  end
+  error("ZooKeeper node " .. self.id .. " not ready after " .. timeout .. " s; see " ..
+        self.dir .. "/server.log")
+end
+
+--- Stops the process by its PID (SIGTERM, then SIGKILL after 10 s) and waits for it to exit.
+function Node:stop()
+  local pid = self.pid
+  if not pid then return end
+  if self.paused then run("kill -CONT " .. pid .. " 2>/dev/null") end
+  run("kill -TERM " .. pid .. " 2>/dev/null")
+  local deadline = core.monotonic() + 10
+  while pid_alive(pid) and core.monotonic() < deadline do sleep(0.02) end
+  if pid_alive(pid) then
+    run("kill -KILL " .. pid .. " 2>/dev/null")
+    while pid_alive(pid) do core.sleep(0.02) end
+  end
+  self.pid, self.paused = nil, false
+end
+
+--- Kills the process at once (SIGKILL), as a crash would.
+function Node:kill()
+  local pid = self.pid
+  if not pid then return end
+  run("kill -KILL " .. pid .. " 2>/dev/null")
+  while pid_alive(pid) do core.sleep(0.02) end
+  self.pid, self.paused = nil, false
+end
+
+--- Freezes the process (SIGSTOP): its sockets stay open but nothing answers.
+function Node:pause()
+  if self.pid then
+    run("kill -STOP " .. self.pid)
+    self.paused = true
+  end
+end
+
+function Node:resume()
+  if self.pid then
+    run("kill -CONT " .. self.pid)
+    self.paused = false
+  end
+end
+
+function Node:is_running()
+  return self.pid ~= nil and pid_alive(self.pid)
+end
+
+-- ---------------------------------------------------------------- clusters
+
+local Cluster = {}
+Cluster.__index = Cluster
+
+local function free_ports(count, taken)
+  local ports = {}
+  while #ports < count do
+    local p = core.free_port()
+    if not taken[p] then
+      taken[p] = true
+      ports[#ports + 1] = p
+    end
+  end
+  return ports
+end
+
+local function new_cluster(size, opts)
+  opts = opts or {}
+  local dir = make_temp_dir()
+  local cluster = setmetatable({ dir = dir, nodes = {}, tick_time = opts.tick_time or 200,
+                                 read_only = opts.read_only == true }, Cluster)
+  local taken = {}
+  for i = 1, size do
+    local ports = free_ports(3, taken)
+    cluster.nodes[i] = setmetatable({ cluster = cluster, id = i, port = ports[1],
+                                      peer_port = ports[2], election_port = ports[3],
+                                      dir = dir .. "/node" .. i }, Node)
+    cluster.nodes[i].hosts = "127.0.0.1:" .. ports[1]
+  end
+  local hosts = {}
+  for i, n in ipairs(cluster.nodes) do hosts[i] = n.hosts end
+  cluster.hosts = table.concat(hosts, ",")
+  -- stop the processes if the test forgets to (or fails before it can)
+  cluster._guard = setmetatable({}, { __gc = function() cluster:stop() end })
+  if _VERSION == "Lua 5.1" and newproxy then -- LuaJIT: tables have no __gc
+    cluster._guard = newproxy(true)
+    getmetatable(cluster._guard).__gc = function() cluster:stop() end
+  end
+  return cluster
+end
+
+--- Starts every node and waits until all of them serve.
+function Cluster:start(timeout)
+  if #self.nodes == 1 then
+    self.nodes[1]:start(timeout)
+    return self
+  end
+  -- a quorum forms only once enough nodes run: start all, then wait for each
+  self.wait_each = false
+  for _, n in ipairs(self.nodes) do n:start() end
+  self.wait_each = nil
+  for _, n in ipairs(self.nodes) do n:wait_ready(timeout) end
+  return self
+end
+
+function Cluster:node(i)
+  return assert(self.nodes[i], "no node " .. tostring(i))
+end
+
+--- The node that currently leads (an ensemble) or the single node.
+function Cluster:leader()
+  for _, n in ipairs(self.nodes) do
+    local mode = n.pid and not n.paused and n:mode()
+    if mode == "leader" or mode == "standalone" then return n end
+  end
+  return nil
+end
+
+--- Hosts string with a chroot appended, e.g. cluster:hosts_with("/app").
+function Cluster:hosts_with(chroot)
+  return self.hosts .. chroot
+end
+
+--- Stops every node by PID and removes the temp dir.
+function Cluster:stop()
+  for _, n in ipairs(self.nodes) do n:stop() end
+  if self.dir and not os.getenv("ZKLUA_KEEP_SERVER_DIRS") then
+    run("rm -rf " .. shell_quote(self.dir))
+  end
+  self.dir = nil
+end
+
+--- A standalone server on a free port, started and ready.
+function testing.server(opts)
+  return new_cluster(1, opts):start()
+end
+
+--- An ensemble of n nodes (default 3) on loopback, started and ready.
+function testing.ensemble(n, opts)
+  return new_cluster(n or 3, opts):start()
+end
+
+--- Makes the server expire zk's session (another handle takes the session over and closes
+-- it), then waits until zk has seen LOST.  Returns the expired session's id.
+function testing.expire_session(zk, timeout)
+  timeout = timeout or 10
+  local id, passwd = zk:client_id()
+  assert(id, "expire_session: the client has no session")
+  local lost = false
+  local function on_state(state)
+    if state == "LOST" then lost = true; return true end
+  end
+  zk:add_listener(on_state)
+  local other = core.session(zk.hosts, math.floor(zk:session_timeout() * 1000), false, id,
+                             passwd)
+  assert(other:start())
+  local deadline = core.monotonic() + timeout
+  local connected = false
+  while not connected and core.monotonic() < deadline do
+    other:wait(0.1)
+    local kind, state = other:next()
+    connected = kind == "state" and state == "CONNECTED"
+  end
+  other:stop()
+  other:close()
+  assert(connected, "expire_session: could not attach to the session")
+  testing.wait_for(function() return lost end, timeout, "the client to see LOST")
+  return id
+end
+
+testing.sleep = sleep
+
+return testing

@@ -1,0 +1,104 @@
+--- zklua.transaction — kazoo's TransactionRequest: ops applied atomically, all or none.
+--
+--   local t = zk:transaction()
+--   t:create("/a", "v"); t:set_data("/b", "w", 3); t:check("/c", 0); t:delete("/d")
+--   local results = t:commit()
+--
+-- commit() returns one result per op, in order: the created path, true (delete, check) or
+-- the new stat (set_data).  When the server refuses the transaction nothing was applied: the
+-- op that failed holds its error object, every other op a RolledBackError.  A transaction
+-- that never reached the server (connection loss, expiry) raises that error instead.
+-- Arguments are checked as each op is added; a transaction commits once.
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local Future = require "zklua.future"
+
+local Transaction = {}
+Transaction.__index = Transaction
+
+function Transaction.new(client)
+  return setmetatable({ client = client, operations = {}, committed = false }, Transaction)
+end
+
+local function add(t, op)
+  if t.committed then
+    check.fail(op.kind, "transaction", "the transaction was already committed")
+  end
+  t.operations[#t.operations + 1] = op
+end
+
+local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boolean" }
+
+--- create(path, value, {acl, ephemeral, sequence})
+function Transaction:create(path, value, opts)
+  opts = check.options("create", opts, CREATE_OPTIONS)
+  check.path("create", path, "path", opts.sequence)
+  value = check.value("create", value, path)
+  local acl = opts.acl and check.acls("create", opts.acl) or self.client._default_acl
+  local flags = (opts.ephemeral and 1 or 0) + (opts.sequence and 2 or 0)
+  add(self, { kind = "create", path = path, value = value, acl = acl, flags = flags })
+end
+
+function Transaction:delete(path, version)
+  check.path("delete", path)
+  add(self, { kind = "delete", path = path, version = check.version("delete", version) })
+end
+
+function Transaction:set_data(path, value, version)
+  check.path("set_data", path)
+  value = check.value("set_data", value, path)
+  add(self, { kind = "set", path = path, value = value,
+              version = check.version("set_data", version) })
+end
+
+function Transaction:check(path, version)
+  check.path("check", path)
+  if version == nil then check.fail("check", "version", "check needs a version") end
+  add(self, { kind = "check", path = path, version = check.version("check", version) })
+end
+
+local function results_of(ops, rc, values, codes)
+  local results = {}
+  for i, op in ipairs(ops) do
+    if rc == 0 then
+      results[i] = values[i]
+    else
+      local code = codes[i]
+      if code == 0 or code == -2 then
+        results[i] = errors.RolledBackError(nil, op.path)
+      else
+        results[i] = errors.from_code(code, op.path)
+      end
+    end
+  end
+  return results
+end
+
+--- commit_async() -> future of the results list
+function Transaction:commit_async()
+  if self.committed then
+    check.fail("commit", "transaction", "the transaction was already committed")
+  end
+  self.committed = true
+  local ops = self.operations
+  if #ops == 0 then
+    local done = Future.new(self.client.handler)
+    done:set({})
+    return done
+  end
+  local future = self.client:_submit_multi(ops)
+  future._complete = function(f, rc, values, codes)
+    if rc ~= 0 and not codes then
+      f:set_exception(errors.from_code(rc)) -- never reached the server
+    else
+      f:set(results_of(ops, rc, values, codes))
+    end
+  end
+  return future
+end
+
+function Transaction:commit()
+  return self:commit_async():get()
+end
+
+return Transaction

@@ -1,0 +1,195 @@
+--- zklua.watchers — kazoo's DataWatch and ChildrenWatch.
+--
+-- DataWatch(path, fn): fn(data, stat, event) is called at once (data and stat nil when the
+-- node does not exist), then every time the node's data changes or it is created or deleted.
+-- ChildrenWatch(path, fn, {send_event, allow_session_lost}): fn(children) (with send_event,
+-- fn(children, event)) at once and on every change of the children; it stops when the node is
+-- deleted.  Either stops for good when fn returns false.
+--
+-- Connection loss (SUSPENDED): the watches survive (the library re-registers them when it
+-- reconnects), and changes made meanwhile are reported once reconnected.  Session expiry
+-- (LOST): the server dropped the watches; both re-read and re-arm as soon as the new session
+-- is CONNECTED, calling fn if something changed.  ChildrenWatch with
+-- allow_session_lost = false stops at LOST instead.  Both can be used as decorators:
+-- zk:DataWatch(path)(fn).
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+
+local watchers = {}
+
+local function call_func(client, watch, ...)
+  local ok, result = pcall(watch.func, ...)
+  if not ok then
+    client:_log("error", "error in " .. watch.kind .. " function: " .. tostring(result))
+    return
+  end
+  if result == false then watch:_stop() end
+end
+
+-- ---------------------------------------------------------------- DataWatch
+
+local DataWatch = {}
+DataWatch.__index = DataWatch
+
+function DataWatch:_stop()
+  self.stopped = true
+  self.func = nil
+  self.client:remove_listener(self._listener)
+end
+
+--- Reads the node with a watch and calls func if it changed; event is what triggered it.
+function DataWatch:_fetch(event)
+  if self.stopped then return end
+  local client, path, watch = self.client, self.path, self
+  local on_change = function(ev) watch:_fetch(ev) end
+  local ok, data, stat = pcall(client.retry, client, client.get, client, path, on_change)
+  if not ok and errors.is(data, errors.NoNodeError) then
+    ok, stat = pcall(client.retry, client, client.exists, client, path, on_change)
+    data = nil
+    if ok and stat then return self:_fetch(event) end -- created in between: read it
+  end
+  if not ok then
+    -- the connection went away: re-armed once CONNECTED again
+    self.armed = false
+    if not errors.is(data, errors.ConnectionClosedError) then
+      client:_log("warn", "DataWatch " .. path .. ": " .. tostring(data))
+    end
+    return
+  end
+  self.armed = true
+  local version = stat and stat.mzxid or false
+  if version ~= self.version or not self.called then
+    self.version, self.called = version, true
+    call_func(client, self, data, stat, event)
+  end
+end
+
+function DataWatch:_on_state(state)
+  if state == "LOST" then
+    self.armed = false
+  elseif state == "CONNECTED" and not self.armed and not self.stopped then
+    self:_fetch(nil)
+  end
+end
+
+function DataWatch:_start(func)
+  if self.func then
+    errors.raise(errors.KazooException, "a function is already associated with this DataWatch")
+  end
+  if type(func) ~= "function" then check.fail("DataWatch", "func", "func must be a function") end
+  self.func = func
+  local watch = self
+  self._listener = function(state) watch:_on_state(state) end
+  self.client:add_listener(self._listener)
+  self:_fetch(nil)
+  return func
+end
+
+function DataWatch.__call(watch, func)
+  return watch:_start(func)
+end
+
+function watchers.DataWatch(client, path, func, opts)
+  check.path("DataWatch", path)
+  check.options("DataWatch", opts, {})
+  local watch = setmetatable({ client = client, path = path, kind = "DataWatch",
+                               stopped = false, armed = false, called = false }, DataWatch)
+  if func ~= nil then watch:_start(func) end
+  return watch
+end
+
+-- ---------------------------------------------------------------- ChildrenWatch
+
+local ChildrenWatch = {}
+ChildrenWatch.__index = ChildrenWatch
+
+function ChildrenWatch:_stop()
+  self.stopped = true
+  self.func = nil
+  if self._listener then self.client:remove_listener(self._listener) end
+end
+
+local function same_list(a, b)
+  if not a or #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+function ChildrenWatch:_fetch(event)
+  if self.stopped then return end
+  local client, watch = self.client, self
+  local on_change = function(ev)
+    if ev.type ~= "NONE" then watch:_fetch(ev) end
+  end
+  local ok, children = pcall(client.retry, client, client.get_children, client, self.path,
+                             on_change)
+  if not ok then
+    if errors.is(children, errors.NoNodeError) then
+      self:_stop() -- the node is gone: kazoo stops watching
+    else
+      self.armed = false
+      if not errors.is(children, errors.ConnectionClosedError) then
+        client:_log("warn", "ChildrenWatch " .. self.path .. ": " .. tostring(children))
+      end
+    end
+    return
+  end
+  local rearmed = not self.armed
+  self.armed = true
+  if rearmed and same_list(self.prior, children) then return end
+  self.prior = children
+  if self.send_event then
+    call_func(client, self, children, event)
+  else
+    call_func(client, self, children)
+  end
+end
+
+function ChildrenWatch:_on_state(state)
+  if state == "LOST" or state == "SUSPENDED" then
+    if state == "LOST" then self.armed = false end
+  elseif state == "CONNECTED" and not self.armed and not self.stopped then
+    self:_fetch(nil)
+  end
+end
+
+function ChildrenWatch:_start(func)
+  if self.func then
+    errors.raise(errors.KazooException,
+                 "a function is already associated with this ChildrenWatch")
+  end
+  if type(func) ~= "function" then check.fail("ChildrenWatch", "func", "func must be a function") end
+  self.func = func
+  local watch = self
+  if self.allow_session_lost then
+    self._listener = function(state) watch:_on_state(state) end
+    self.client:add_listener(self._listener)
+  else
+    self._listener = function(state)
+      if state == "LOST" then watch:_stop() end
+    end
+    self.client:add_listener(self._listener)
+  end
+  self:_fetch(nil)
+  return func
+end
+
+function ChildrenWatch.__call(watch, func)
+  return watch:_start(func)
+end
+
+function watchers.ChildrenWatch(client, path, func, opts)
+  check.path("ChildrenWatch", path)
+  opts = check.options("ChildrenWatch", opts, { send_event = "boolean",
+                                               allow_session_lost = "boolean" })
+  local watch = setmetatable({
+    client = client, path = path, kind = "ChildrenWatch", stopped = false, armed = false,
+    send_event = opts.send_event == true, allow_session_lost = opts.allow_session_lost ~= false,
+  }, ChildrenWatch)
+  if func ~= nil then watch:_start(func) end
+  return watch
+end
+
+return watchers

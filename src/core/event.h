@@ -1,0 +1,115 @@
+/*
+ * event.h — the records that travel from libzookeeper's threads to the owner thread.
+ *
+ * Every operation submitted through a session is one zkl_event from submission to delivery:
+ * the completion callback fills its result in place (deep copies: the library frees what it
+ * hands a callback when the callback returns), and the owner thread receives the same record
+ * from zkl_session_next().  Watch firings and session state changes are events too.
+ * Exactly one OP event is delivered for every op id a session hands out, whatever happens to
+ * the connection: that is the guarantee futures stand on.
+ */
+#ifndef ZKL_EVENT_H
+#define ZKL_EVENT_H
+
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+typedef enum {
+    ZKL_EV_OP = 1,    /* an operation completed (or failed) */
+    ZKL_EV_WATCH = 2, /* a one-shot watch fired */
+    ZKL_EV_STATE = 3, /* kazoo-style connection state changed */
+    ZKL_EV_SESSION = 4 /* internal: the library's raw session event, never delivered */
+} zkl_event_kind;
+
+typedef enum {
+    ZKL_OP_CREATE,
+    ZKL_OP_DELETE,
+    ZKL_OP_EXISTS,
+    ZKL_OP_GET,
+    ZKL_OP_CHILDREN,
+    ZKL_OP_SET,
+    ZKL_OP_GET_ACL,
+    ZKL_OP_SET_ACL,
+    ZKL_OP_SYNC,
+    ZKL_OP_MULTI,
+    ZKL_OP_AUTH
+} zkl_op_type;
+
+/* kazoo's KazooState. */
+typedef enum { ZKL_LOST = 0, ZKL_CONNECTED = 1, ZKL_SUSPENDED = 2 } zkl_state;
+
+/* KeeperState as kazoo names it; values are ours, not the library's. */
+typedef enum {
+    ZKL_CS_CONNECTING = 0,
+    ZKL_CS_CONNECTED,
+    ZKL_CS_CONNECTED_RO,
+    ZKL_CS_EXPIRED_SESSION,
+    ZKL_CS_AUTH_FAILED,
+    ZKL_CS_CLOSED
+} zkl_client_state;
+
+typedef struct zkl_acl {
+    int perms;
+    char *scheme;
+    char *id;
+} zkl_acl;
+
+/* A transaction: built by zkl_multi_add_*, owned by the op once submitted. */
+typedef struct zkl_multi {
+    int count, capacity;
+    zoo_op_t *ops;
+    zoo_op_result_t *results;
+    struct Stat *stats;  /* one per op, filled for set ops */
+    char **path_bufs;    /* one per op, filled with the created path for create ops */
+    struct ACL_vector *acls; /* one per op: a copy of a create op's ACL */
+    char **owned;        /* copies of paths and data the ops point into */
+    int owned_count, owned_capacity;
+} zkl_multi;
+
+struct zkl_session;
+
+typedef struct zkl_event {
+    struct zkl_event *next, *prev; /* queue or pending-list links */
+    struct zkl_session *session;   /* for completion callbacks, which get only the event */
+    zkl_event_kind kind;
+    uint64_t id;        /* op id; for a watch, the id of the op that set it */
+    unsigned generation; /* which zhandle of the session produced it */
+
+    /* ZKL_EV_OP */
+    zkl_op_type op;
+    int rc;              /* ZOK or a ZooKeeper error code */
+    int internal;        /* submitted by the core itself: not delivered */
+    int watch_requested; /* the op asked for a watch */
+    int watch_registered;/* ... and the library registered it (it will fire or be dropped) */
+    char *data;          /* get: value; create/sync: path */
+    int data_len;
+    int has_stat;
+    struct Stat stat;
+    char **strings;      /* children */
+    int string_count;
+    zkl_acl *acls;
+    int acl_count;
+    zkl_multi *multi;
+
+    /* ZKL_EV_WATCH: type is the library's event type; path is chroot-relative */
+    int type;
+    int zk_state;
+    char *path;
+
+    /* ZKL_EV_STATE */
+    zkl_state state;
+    zkl_client_state client_state;
+} zkl_event;
+
+void zkl_event_free(zkl_event *ev);
+
+zkl_multi *zkl_multi_new(void);
+void zkl_multi_free(zkl_multi *m);
+/* Each returns 0, or -1 when out of memory. Strings are copied. */
+int zkl_multi_add_create(zkl_multi *m, const char *path, const char *data, int len,
+                         const struct ACL_vector *acl, int flags);
+int zkl_multi_add_delete(zkl_multi *m, const char *path, int version);
+int zkl_multi_add_set(zkl_multi *m, const char *path, const char *data, int len, int version);
+int zkl_multi_add_check(zkl_multi *m, const char *path, int version);
+
+#endif

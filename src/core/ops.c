@@ -1,0 +1,372 @@
+/*
+ * ops.c — see ops.h.  Submission and the library's completion callbacks.
+ *
+ * An op is tracked as pending before the library sees it, because its completion may run on
+ * the completion thread before zoo_a* even returns.  When zoo_a* refuses the op outright it
+ * never calls back, so the refusal is turned into the op's completion here.  Callbacks copy
+ * what they are handed (the library frees it on return) and queue the op.
+ */
+#include "ops.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_private.h"
+
+static zkl_event *new_op(zkl_session *s, zkl_op_type type)
+{
+    zkl_event *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->kind = ZKL_EV_OP;
+    op->op = type;
+    op->id = ++s->next_op_id;
+    op->session = s;
+    op->generation = s->generation;
+    zkl_queue_track(&s->queue, op);
+    return op;
+}
+
+/* rc is what zoo_a* returned: anything but ZOK means no callback will come. */
+static uint64_t submitted(zkl_session *s, zkl_event *op, int rc)
+{
+    uint64_t id = op->id;
+    if (rc != ZOK) {
+        op->rc = rc;
+        zkl_queue_complete(&s->queue, op);
+    }
+    return id;
+}
+
+/* A live handle, or ZCLOSING (stopped) / ZINVALIDSTATE (between an expiry and a new one). */
+static int handle_rc(const zkl_session *s)
+{
+    if (s->zh)
+        return ZOK;
+    return s->stopped ? ZCLOSING : ZSESSIONEXPIRED;
+}
+
+static void finish(zkl_event *op, int rc)
+{
+    op->rc = rc;
+    zkl_queue_complete(&op->session->queue, op);
+}
+
+static char *copy_bytes(const char *src, int len)
+{
+    char *dst = malloc(len > 0 ? (size_t)len + 1 : 1);
+    if (!dst)
+        return NULL;
+    if (len > 0)
+        memcpy(dst, src, (size_t)len);
+    dst[len > 0 ? len : 0] = '\0';
+    return dst;
+}
+
+static int copy_string_into(zkl_event *op, const char *s)
+{
+    if (!s)
+        return ZOK;
+    op->data_len = (int)strlen(s);
+    op->data = copy_bytes(s, op->data_len);
+    return op->data ? ZOK : ZSYSTEMERROR;
+}
+
+static int copy_strings(zkl_event *op, const struct String_vector *v)
+{
+    if (!v || v->count <= 0)
+        return ZOK;
+    op->strings = calloc((size_t)v->count, sizeof *op->strings);
+    if (!op->strings)
+        return ZSYSTEMERROR;
+    for (int i = 0; i < v->count; i++) {
+        op->strings[i] = strdup(v->data[i]);
+        op->string_count++;
+        if (!op->strings[i])
+            return ZSYSTEMERROR;
+    }
+    return ZOK;
+}
+
+static int copy_acls(zkl_event *op, const struct ACL_vector *v)
+{
+    if (!v || v->count <= 0)
+        return ZOK;
+    op->acls = calloc((size_t)v->count, sizeof *op->acls);
+    if (!op->acls)
+        return ZSYSTEMERROR;
+    for (int i = 0; i < v->count; i++) {
+        zkl_acl *a = &op->acls[i];
+        a->perms = v->data[i].perms;
+        a->scheme = strdup(v->data[i].id.scheme ? v->data[i].id.scheme : "");
+        a->id = strdup(v->data[i].id.id ? v->data[i].id.id : "");
+        op->acl_count++;
+        if (!a->scheme || !a->id)
+            return ZSYSTEMERROR;
+    }
+    return ZOK;
+}
+
+static void keep_stat(zkl_event *op, const struct Stat *stat)
+{
+    if (stat) {
+        op->stat = *stat;
+        op->has_stat = 1;
+    }
+}
+
+/* ---- completion callbacks (library completion thread) ---- */
+
+static void on_void(int rc, const void *data)
+{
+    finish((zkl_event *)data, rc);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK)
+        keep_stat(op, stat);
+    /* an exists watch is registered on a missing node too */
+    op->watch_registered = op->watch_requested && (rc == ZOK || rc == ZNONODE);
+    finish(op, rc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *stat,
+                    const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK) {
+        keep_stat(op, stat);
+        op->data_len = len < 0 ? 0 : len; /* a null value reads as empty */
+        op->data = copy_bytes(value, op->data_len);
+        if (!op->data)
+            rc = ZSYSTEMERROR;
+    }
+    op->watch_registered = op->watch_requested && rc == ZOK;
+    finish(op, rc);
+}
+
+static void on_string(int rc, const char *value, const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK)
+        rc = copy_string_into(op, value);
+    finish(op, rc);
+}
+
+static void on_string_stat(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK) {
+        keep_stat(op, stat);
+        rc = copy_string_into(op, value);
+    }
+    finish(op, rc);
+}
+
+static void on_strings_stat(int rc, const struct String_vector *strings, const struct Stat *stat,
+                            const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK) {
+        keep_stat(op, stat);
+        rc = copy_strings(op, strings);
+    }
+    op->watch_registered = op->watch_requested && rc == ZOK;
+    finish(op, rc);
+}
+
+static void on_acl(int rc, struct ACL_vector *acl, struct Stat *stat, const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK) {
+        keep_stat(op, stat);
+        rc = copy_acls(op, acl);
+    }
+    finish(op, rc);
+}
+
+/* A one-shot watch fired.  Session events also reach per-op watchers: the global watcher
+ * already reports those. */
+static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    if (type == ZOO_SESSION_EVENT)
+        return;
+    const zkl_handle_ctx *hc = zoo_get_context(zh);
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return;
+    ev->kind = ZKL_EV_WATCH;
+    ev->id = (uint64_t)(uintptr_t)ctx;
+    ev->type = type;
+    ev->zk_state = state;
+    ev->generation = hc->generation;
+    ev->path = path ? strdup(path) : NULL;
+    zkl_queue_push(&hc->session->queue, ev);
+}
+
+/* ---- submission ---- */
+
+static void *watch_ctx(const zkl_event *op)
+{
+    return (void *)(uintptr_t)op->id;
+}
+
+uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
+                       const struct ACL_vector *acl, int flags, int want_stat)
+{
+    zkl_event *op = new_op(s, ZKL_OP_CREATE);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK && want_stat)
+        rc = zoo_acreate2(s->zh, path, value ? value : "", len, acl, flags, on_string_stat, op);
+    else if (rc == ZOK)
+        rc = zoo_acreate(s->zh, path, value ? value : "", len, acl, flags, on_string, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_delete(zkl_session *s, const char *path, int version)
+{
+    zkl_event *op = new_op(s, ZKL_OP_DELETE);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_adelete(s->zh, path, version, on_void, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch)
+{
+    zkl_event *op = new_op(s, ZKL_OP_EXISTS);
+    if (!op)
+        return 0;
+    op->watch_requested = watch;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_awexists(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
+                          on_stat, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_get(zkl_session *s, const char *path, int watch)
+{
+    zkl_event *op = new_op(s, ZKL_OP_GET);
+    if (!op)
+        return 0;
+    op->watch_requested = watch;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_awget(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
+                       on_data, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, int want_stat)
+{
+    (void)want_stat; /* children2 costs the server nothing more: always ask for the stat */
+    zkl_event *op = new_op(s, ZKL_OP_CHILDREN);
+    if (!op)
+        return 0;
+    op->watch_requested = watch;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_awget_children2(s->zh, path, watch ? on_watch : NULL,
+                                 watch ? watch_ctx(op) : NULL, on_strings_stat, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version)
+{
+    zkl_event *op = new_op(s, ZKL_OP_SET);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_aset(s->zh, path, value ? value : "", len, version, on_stat, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_get_acl(zkl_session *s, const char *path)
+{
+    zkl_event *op = new_op(s, ZKL_OP_GET_ACL);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_aget_acl(s->zh, path, on_acl, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
+                        const struct ACL_vector *acl)
+{
+    zkl_event *op = new_op(s, ZKL_OP_SET_ACL);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_aset_acl(s->zh, path, version, (struct ACL_vector *)acl, on_void, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_sync(zkl_session *s, const char *path)
+{
+    zkl_event *op = new_op(s, ZKL_OP_SYNC);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_async(s->zh, path, on_string, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m)
+{
+    zkl_event *op = new_op(s, ZKL_OP_MULTI);
+    if (!op) {
+        zkl_multi_free(m);
+        return 0;
+    }
+    op->multi = m;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_amulti(s->zh, m->count, m->ops, m->results, on_void, op);
+    return submitted(s, op, rc);
+}
+
+static uint64_t send_auth(zkl_session *s, const zkl_auth *a, int internal)
+{
+    zkl_event *op = new_op(s, ZKL_OP_AUTH);
+    if (!op)
+        return 0;
+    op->internal = internal;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_add_auth(s->zh, a->scheme, a->cred, a->len, on_void, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len)
+{
+    if (zkl_session_remember_auth(s, scheme, cred, len) != 0)
+        return 0;
+    if (s->zh)
+        return send_auth(s, &s->auths[s->auth_count - 1], 0);
+    /* no handle yet: remembered, it is sent when one opens */
+    zkl_event *op = new_op(s, ZKL_OP_AUTH);
+    if (!op)
+        return 0;
+    uint64_t id = op->id;
+    finish(op, ZOK);
+    return id;
+}
+
+void zkl_ops_reapply_auth(zkl_session *s)
+{
+    for (int i = 0; i < s->auth_count; i++)
+        send_auth(s, &s->auths[i], 1);
+}

@@ -1,0 +1,32 @@
+/*
+ * ops.h — submitting ZooKeeper operations through a session.
+ *
+ * Each function returns the op's id (never 0 once memory is there; 0 means out of memory) and
+ * the session later delivers exactly one ZKL_EV_OP event with that id: the result, the server's
+ * error, ZCONNECTIONLOSS when the connection dropped, ZSESSIONEXPIRED when the session died,
+ * ZCLOSING when the session was stopped.  Strings and ACLs are read during the call only.
+ * Paths are not validated here beyond what the library does: check them before calling.
+ * A watch, when asked for, fires at most once as a ZKL_EV_WATCH event carrying the op's id;
+ * the op's event says whether the library registered it (watch_registered).
+ */
+#ifndef ZKL_OPS_H
+#define ZKL_OPS_H
+
+#include "session.h"
+
+uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
+                       const struct ACL_vector *acl, int flags, int want_stat);
+uint64_t zkl_op_delete(zkl_session *s, const char *path, int version);
+uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch);
+uint64_t zkl_op_get(zkl_session *s, const char *path, int watch);
+uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, int want_stat);
+uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version);
+uint64_t zkl_op_get_acl(zkl_session *s, const char *path);
+uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
+                        const struct ACL_vector *acl);
+uint64_t zkl_op_sync(zkl_session *s, const char *path);
+uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m); /* takes m, even on failure */
+/* Sends an auth now and remembers it for the sessions that follow an expiry. */
+uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len);
+
+#endif

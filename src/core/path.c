@@ -1,0 +1,79 @@
+/*
+ * path.c — see path.h.
+ */
+#include "path.h"
+
+#include <stdint.h>
+
+/* Length of the UTF-8 sequence at s (at most n bytes) and its code point, or 0 if invalid. */
+static size_t decode_utf8(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    size_t len = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    uint32_t c = s[0] & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    static const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < smallest[len] || c > 0x10FFFF)
+        return 0; /* overlong or out of range */
+    *cp = c;
+    return len;
+}
+
+static int forbidden_code_point(uint32_t c)
+{
+    return c == 0 || (c > 0 && c <= 0x1F) || (c >= 0x7F && c <= 0x9F) ||
+           (c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFFF0 && c <= 0xFFFF);
+}
+
+/* The node name that ends just before position end and started at start. */
+static const char *name_problem(const char *path, size_t start, size_t end)
+{
+    size_t n = end - start;
+    if (n == 0)
+        return "empty node name (two '/' in a row)";
+    if (n == 1 && path[start] == '.')
+        return "relative paths are not allowed (node name '.')";
+    if (n == 2 && path[start] == '.' && path[start + 1] == '.')
+        return "relative paths are not allowed (node name '..')";
+    return NULL;
+}
+
+const char *zkl_path_problem(const char *path, size_t len, int sequential)
+{
+    if (len == 0)
+        return "path is empty";
+    if (path[0] != '/')
+        return "path must start with '/'";
+    if (len == 1)
+        return NULL;
+    if (path[len - 1] == '/' && !sequential)
+        return "path must not end with '/'";
+    size_t name_start = 1;
+    for (size_t i = 1; i < len;) {
+        uint32_t c;
+        size_t step = decode_utf8((const unsigned char *)path + i, len - i, &c);
+        if (step == 0)
+            return "path is not valid UTF-8";
+        if (forbidden_code_point(c))
+            return c == 0 ? "path contains a zero byte" : "path contains a forbidden character";
+        if (c == '/') {
+            const char *problem = name_problem(path, name_start, i);
+            if (problem)
+                return problem;
+            name_start = i + 1;
+        }
+        i += step;
+    }
+    if (name_start < len)
+        return name_problem(path, name_start, len);
+    return NULL;
+}

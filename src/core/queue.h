@@ -1,0 +1,36 @@
+/*
+ * queue.h — the hand-off between libzookeeper's threads and the owner thread.
+ *
+ * Library callbacks push finished events under a mutex and make an eventfd readable; the
+ * owner thread pops them one at a time.  The fd stays readable exactly while events wait, so
+ * a host event loop can poll it.  Ops in flight sit on a pending list so that, once a zhandle
+ * is closed and its threads joined, every op the library dropped can be failed here: no op is
+ * ever left without its completion event.
+ */
+#ifndef ZKL_QUEUE_H
+#define ZKL_QUEUE_H
+
+#include <pthread.h>
+
+#include "event.h"
+
+typedef struct zkl_queue {
+    pthread_mutex_t mutex;
+    zkl_event *head, *tail; /* ready to deliver, oldest first */
+    zkl_event *pending;     /* submitted ops awaiting their completion */
+    long pending_count;
+    int fd;                 /* eventfd, readable while head != NULL */
+    int signaled;
+} zkl_queue;
+
+int zkl_queue_init(zkl_queue *q);          /* 0, or -1 with errno */
+void zkl_queue_destroy(zkl_queue *q);      /* frees every queued and pending event */
+
+void zkl_queue_track(zkl_queue *q, zkl_event *op);    /* op submitted: now pending */
+void zkl_queue_complete(zkl_queue *q, zkl_event *op); /* pending -> ready */
+void zkl_queue_push(zkl_queue *q, zkl_event *ev);     /* a new ready event (watch, state) */
+void zkl_queue_fail_pending(zkl_queue *q, int rc);    /* every pending op -> ready with rc */
+zkl_event *zkl_queue_pop(zkl_queue *q);               /* NULL when empty; owner thread only */
+int zkl_queue_is_empty(zkl_queue *q);
+
+#endif

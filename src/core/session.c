@@ -1,0 +1,299 @@
+/*
+ * session.c — see session.h.  The lifecycle of the zhandle and the kazoo state machine.
+ *
+ * The library's global watcher only copies the raw session event into the queue; the state
+ * machine runs in zkl_session_next() on the owner thread, which is also where an expired
+ * handle is closed and replaced.  zookeeper_close() joins the library's threads, so once it
+ * returns nothing else can complete, and the ops it dropped are failed from the pending list.
+ */
+#include "session_private.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)path;
+    if (type != ZOO_SESSION_EVENT)
+        return;
+    zkl_handle_ctx *hc = ctx;
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return; /* out of memory: the next session event carries the state again */
+    ev->kind = ZKL_EV_SESSION;
+    ev->zk_state = state;
+    ev->generation = hc->generation;
+    zkl_queue_push(&hc->session->queue, ev);
+}
+
+zkl_session *zkl_session_new(const zkl_session_options *o)
+{
+    zkl_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->hosts = strdup(o->hosts);
+    if (!s->hosts || zkl_queue_init(&s->queue) != 0) {
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
+    s->timeout_ms = o->timeout_ms;
+    s->read_only = o->read_only;
+    s->resume = o->resume;
+    s->resume_id.client_id = o->session_id;
+    memcpy(s->resume_id.passwd, o->passwd, sizeof s->resume_id.passwd);
+    s->state = ZKL_LOST;
+    s->client_state = ZKL_CS_CONNECTING;
+    s->stopped = 1; /* until started */
+    return s;
+}
+
+/* Opens a new zhandle; library threads start with every signal blocked. */
+static int open_handle(zkl_session *s)
+{
+    zkl_handle_ctx *hc = calloc(1, sizeof *hc);
+    if (!hc)
+        return -1;
+    hc->session = s;
+    hc->generation = ++s->generation;
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int flags = ZOO_NO_LOG_CLIENTENV | (s->read_only ? ZOO_READONLY : 0);
+    const clientid_t *resume = s->resume ? &s->resume_id : NULL;
+    zhandle_t *zh = zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
+                                    zkl_log_library_line);
+    int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (!zh) {
+        free(hc);
+        errno = saved ? saved : EINVAL;
+        return -1;
+    }
+    s->resume = 0; /* a resumed id serves once; a later expiry opens a fresh session */
+    s->zh = zh;
+    s->handle_ctx = hc;
+    s->needs_open = 0;
+    s->client_state = ZKL_CS_CONNECTING;
+    zkl_ops_reapply_auth(s);
+    return 0;
+}
+
+/* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
+static void close_handle(zkl_session *s, int rc)
+{
+    if (s->zh) {
+        zookeeper_close(s->zh);
+        s->zh = NULL;
+        free(s->handle_ctx);
+        s->handle_ctx = NULL;
+    }
+    zkl_queue_fail_pending(&s->queue, rc);
+}
+
+int zkl_session_start(zkl_session *s)
+{
+    if (s->zh)
+        return 0;
+    s->stopped = 0;
+    if (open_handle(s) != 0) {
+        s->stopped = 1;
+        return -1;
+    }
+    return 0;
+}
+
+static zkl_event *new_state_event(zkl_session *s)
+{
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (ev) {
+        ev->kind = ZKL_EV_STATE;
+        ev->state = s->state;
+        ev->client_state = s->client_state;
+        ev->generation = s->generation;
+    }
+    return ev;
+}
+
+void zkl_session_stop(zkl_session *s)
+{
+    if (s->stopped && !s->zh)
+        return;
+    s->stopped = 1;
+    s->needs_open = 0;
+    close_handle(s, ZCLOSING);
+    s->client_state = ZKL_CS_CLOSED;
+    if (s->state != ZKL_LOST) {
+        s->state = ZKL_LOST;
+        zkl_event *ev = new_state_event(s);
+        if (ev)
+            zkl_queue_push(&s->queue, ev);
+    }
+}
+
+void zkl_session_free(zkl_session *s)
+{
+    if (!s)
+        return;
+    zkl_session_stop(s);
+    zkl_queue_destroy(&s->queue);
+    for (int i = 0; i < s->auth_count; i++) {
+        free(s->auths[i].scheme);
+        free(s->auths[i].cred);
+    }
+    free(s->auths);
+    free(s->hosts);
+    free(s);
+}
+
+int zkl_session_fd(const zkl_session *s)
+{
+    return s->queue.fd;
+}
+
+static void retry_open_if_owed(zkl_session *s)
+{
+    if (s->needs_open && !s->stopped)
+        open_handle(s);
+}
+
+int zkl_session_wait(zkl_session *s, int timeout_ms)
+{
+    retry_open_if_owed(s);
+    if (!zkl_queue_is_empty(&s->queue))
+        return 1;
+    if (s->needs_open && (timeout_ms < 0 || timeout_ms > 1000))
+        timeout_ms = 1000; /* come back to try opening again */
+    struct pollfd p = {.fd = s->queue.fd, .events = POLLIN};
+    int n = poll(&p, 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? -1 : 0;
+    return n > 0;
+}
+
+/* The session is gone (expired, or auth failed): drop the handle, report LOST. */
+static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int reopen)
+{
+    s->client_state = why;
+    close_handle(s, rc);
+    s->state = ZKL_LOST;
+    zkl_event *lost = new_state_event(s);
+    if (reopen && !s->stopped && open_handle(s) != 0)
+        s->needs_open = 1;
+    return lost;
+}
+
+/* Runs the state machine on one raw session event; returns a STATE event to deliver or NULL. */
+static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
+{
+    if (raw->generation != s->generation || s->stopped)
+        return NULL; /* from a handle already closed */
+    int st = raw->zk_state;
+    if (st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE) {
+        s->client_state = st == ZOO_READONLY_STATE ? ZKL_CS_CONNECTED_RO : ZKL_CS_CONNECTED;
+        if (s->state == ZKL_CONNECTED)
+            return NULL;
+        s->state = ZKL_CONNECTED;
+        return new_state_event(s);
+    }
+    if (st == ZOO_EXPIRED_SESSION_STATE)
+        return lose_session(s, ZKL_CS_EXPIRED_SESSION, ZSESSIONEXPIRED, 1);
+    if (st == ZOO_AUTH_FAILED_STATE)
+        return lose_session(s, ZKL_CS_AUTH_FAILED, ZAUTHFAILED, 0);
+    /* connecting, associating or between attempts */
+    s->client_state = ZKL_CS_CONNECTING;
+    if (s->state != ZKL_CONNECTED)
+        return NULL;
+    s->state = ZKL_SUSPENDED;
+    return new_state_event(s);
+}
+
+zkl_event *zkl_session_next(zkl_session *s)
+{
+    retry_open_if_owed(s);
+    for (;;) {
+        zkl_event *ev = zkl_queue_pop(&s->queue);
+        if (!ev)
+            return NULL;
+        if (ev->kind == ZKL_EV_SESSION) {
+            zkl_event *out = handle_session_event(s, ev);
+            zkl_event_free(ev);
+            if (out)
+                return out;
+            continue;
+        }
+        if (ev->kind == ZKL_EV_OP && ev->internal) {
+            zkl_event_free(ev);
+            continue;
+        }
+        return ev;
+    }
+}
+
+zkl_state zkl_session_state(const zkl_session *s)
+{
+    return s->state;
+}
+
+zkl_client_state zkl_session_client_state(const zkl_session *s)
+{
+    return s->client_state;
+}
+
+int zkl_session_is_stopped(const zkl_session *s)
+{
+    return s->stopped;
+}
+
+int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16])
+{
+    if (!s->zh)
+        return -1;
+    const clientid_t *cid = zoo_client_id(s->zh);
+    if (!cid || cid->client_id == 0)
+        return -1;
+    *id = cid->client_id;
+    memcpy(passwd, cid->passwd, 16);
+    return 0;
+}
+
+int zkl_session_negotiated_timeout(const zkl_session *s)
+{
+    return s->zh ? zoo_recv_timeout(s->zh) : 0;
+}
+
+long zkl_session_pending_ops(zkl_session *s)
+{
+    pthread_mutex_lock(&s->queue.mutex);
+    long n = s->queue.pending_count;
+    pthread_mutex_unlock(&s->queue.mutex);
+    return n;
+}
+
+int zkl_session_remember_auth(zkl_session *s, const char *scheme, const char *cred, int len)
+{
+    zkl_auth *auths = realloc(s->auths, sizeof *auths * (size_t)(s->auth_count + 1));
+    if (!auths)
+        return -1;
+    s->auths = auths;
+    zkl_auth *a = &auths[s->auth_count];
+    a->scheme = strdup(scheme);
+    a->cred = malloc(len > 0 ? (size_t)len : 1);
+    if (!a->scheme || !a->cred) {
+        free(a->scheme);
+        free(a->cred);
+        return -1;
+    }
+    memcpy(a->cred, cred, (size_t)len);
+    a->len = len;
+    s->auth_count++;
+    return 0;
+}

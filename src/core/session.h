@@ -1,0 +1,51 @@
+/*
+ * session.h — one ZooKeeper session, kept alive the way kazoo keeps it.
+ *
+ * A zkl_session owns a zhandle and the queue its threads feed.  Everything here is called
+ * from one owner thread; the library's threads only fill and push events (queue.h).
+ *
+ * States follow kazoo: LOST until the first connection, CONNECTED, SUSPENDED while the
+ * connection is down (the session may live; watches and ephemerals survive a reconnect), and
+ * LOST when the session expires or is stopped.  On expiry the dead handle is closed, every op
+ * still in flight fails with ZSESSIONEXPIRED, and a new session is opened at once with the
+ * same hosts and auth; CONNECTED follows when it connects.  zkl_session_stop() closes the
+ * session (its ephemeral nodes vanish) and fails every op still in flight with ZCLOSING.
+ */
+#ifndef ZKL_SESSION_H
+#define ZKL_SESSION_H
+
+#include <stdint.h>
+
+#include "event.h"
+
+typedef struct zkl_session zkl_session;
+
+typedef struct zkl_session_options {
+    const char *hosts;   /* "h1:p1,h2:p2/chroot" */
+    int timeout_ms;      /* requested session timeout */
+    int read_only;       /* allow read-only servers (ZOO_READONLY) */
+    int resume;          /* reattach to session_id/passwd on the first start */
+    int64_t session_id;
+    char passwd[16];
+} zkl_session_options;
+
+zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when out of memory */
+int zkl_session_start(zkl_session *s);  /* 0, or -1 with errno (bad host list) */
+void zkl_session_stop(zkl_session *s);  /* idempotent */
+void zkl_session_free(zkl_session *s);  /* stops first */
+
+int zkl_session_fd(const zkl_session *s);           /* readable while events wait */
+int zkl_session_wait(zkl_session *s, int timeout_ms); /* 1 events wait, 0 timed out, -1 EINTR */
+zkl_event *zkl_session_next(zkl_session *s);         /* next deliverable event, or NULL */
+
+zkl_state zkl_session_state(const zkl_session *s);
+zkl_client_state zkl_session_client_state(const zkl_session *s);
+int zkl_session_is_stopped(const zkl_session *s);
+int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /* -1 if none */
+int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
+long zkl_session_pending_ops(zkl_session *s);
+
+/* Remembers an auth so that it is re-applied to every new session after an expiry. */
+int zkl_session_remember_auth(zkl_session *s, const char *scheme, const char *cred, int len);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * session_private.h — the session's fields, shared by session.c (lifecycle, states) and
+ * ops.c (submitting operations).  Nothing outside src/core includes this.
+ */
+#ifndef ZKL_SESSION_PRIVATE_H
+#define ZKL_SESSION_PRIVATE_H
+
+#include "queue.h"
+#include "session.h"
+
+/* The context of one zhandle: callbacks learn from it which session and which handle. */
+typedef struct zkl_handle_ctx {
+    zkl_session *session;
+    unsigned generation;
+} zkl_handle_ctx;
+
+typedef struct zkl_auth {
+    char *scheme;
+    char *cred;
+    int len;
+} zkl_auth;
+
+struct zkl_session {
+    char *hosts;
+    int timeout_ms;
+    int read_only;
+    int resume;
+    clientid_t resume_id;
+
+    zhandle_t *zh;            /* NULL when stopped or between an expiry and a new handle */
+    zkl_handle_ctx *handle_ctx;
+    unsigned generation;      /* bumped for every new zhandle */
+    int stopped;
+    int needs_open;           /* a new handle is owed (opening one failed) */
+
+    zkl_state state;
+    zkl_client_state client_state;
+    uint64_t next_op_id;
+    zkl_queue queue;
+
+    zkl_auth *auths;
+    int auth_count;
+};
+
+/* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
+void zkl_ops_reapply_auth(zkl_session *s);
+
+#endif

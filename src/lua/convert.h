@@ -1,0 +1,30 @@
+/*
+ * convert.h — between C results and Lua values: stats, ACLs, children, op results.
+ */
+#ifndef ZKL_LUA_CONVERT_H
+#define ZKL_LUA_CONVERT_H
+
+#include "../core/event.h"
+#include "compat.h"
+
+/* Pushes a stat table: ZooKeeper's field names, plus kazoo's through its metatable. */
+void zkl_push_stat(lua_State *L, const struct Stat *stat);
+/* Registers the stat metatable; call once when the module opens. */
+void zkl_register_stat_metatable(lua_State *L);
+
+/* Reads a list of ACL tables at idx into a vector whose memory belongs to the Lua stack
+ * (a userdata pushed on top) and to the ACL tables' strings.  Raises on a malformed entry. */
+struct ACL_vector *zkl_check_acl_list(lua_State *L, int idx, const char *what);
+
+/* Pushes the values an op event resolves to; returns how many. */
+int zkl_push_op_results(lua_State *L, const zkl_event *ev);
+
+const char *zkl_event_type_name(int type);
+const char *zkl_state_name(zkl_state state);
+const char *zkl_client_state_name(zkl_client_state state);
+const char *zkl_keeper_state_name(int zk_state);
+
+/* Session ids as kazoo prints them: "0x" and lowercase hex. */
+void zkl_push_session_id(lua_State *L, int64_t id);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * module.c — luaopen_zklua_core: the C half of zklua, as a Lua module.
+ *
+ * zklua.core holds the session type (session_binding.c) and the helpers the Lua half needs
+ * from C: ZooKeeper's path rules, digest credentials, a monotonic clock, waiting on several
+ * sessions' fds at once, the library's log level, and the test harness's socket helpers.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../core/digest.h"
+#include "../core/log.h"
+#include "../core/net.h"
+#include "../core/path.h"
+#include "compat.h"
+#include "convert.h"
+#include "session_binding.h"
+#include "zklua_version.h"
+
+/* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
+static int core_path_problem(lua_State *L)
+{
+    size_t len;
+    const char *path = luaL_checklstring(L, 1, &len);
+    const char *problem = zkl_path_problem(path, len, lua_toboolean(L, 2));
+    if (!problem)
+        return 0;
+    lua_pushstring(L, problem);
+    return 1;
+}
+
+/* digest_credential(user, password) -> "user:base64(sha1(user:password))" */
+static int core_digest_credential(lua_State *L)
+{
+    size_t ulen, plen;
+    const char *user = luaL_checklstring(L, 1, &ulen);
+    const char *pw = luaL_checklstring(L, 2, &plen);
+    size_t size = ulen + 32;
+    char *out = lua_newuserdatauv(L, size, 0);
+    int n = zkl_digest_credential(user, ulen, pw, plen, out, size);
+    if (n < 0)
+        return luaL_error(L, "out of memory");
+    lua_pushlstring(L, out, (size_t)n);
+    return 1;
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int core_monotonic(lua_State *L)
+{
+    lua_pushnumber(L, monotonic_seconds());
+    return 1;
+}
+
+static int seconds_to_ms(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx))
+        return -1;
+    lua_Number t = luaL_checknumber(L, idx);
+    if (t != t)
+        return luaL_argerror(L, idx, "timeout is NaN");
+    return t <= 0 ? 0 : t > 2e6 ? 2000000000 : (int)(t * 1000 + 0.5);
+}
+
+/* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal */
+static int core_poll(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int timeout = seconds_to_ms(L, 2);
+    int n = (int)lua_rawlen(L, 1);
+    if (n > 1024)
+        return luaL_argerror(L, 1, "too many fds");
+    struct pollfd *fds = lua_newuserdatauv(L, sizeof *fds * (size_t)(n ? n : 1), 0);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        fds[i].fd = (int)luaL_checkinteger(L, -1);
+        fds[i].events = POLLIN;
+        lua_pop(L, 1);
+    }
+    int ready = poll(fds, (nfds_t)n, timeout);
+    lua_pushboolean(L, ready > 0);
+    return 1;
+}
+
+/* sleep(seconds): a plain sleep, for when there is no session to dispatch */
+static int core_sleep(lua_State *L)
+{
+    lua_Number t = luaL_checknumber(L, 1);
+    if (t > 0) {
+        struct timespec ts;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (lua_Number)ts.tv_sec) * 1e9);
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int core_set_log_level(lua_State *L)
+{
+    zkl_log_set_level((int)luaL_checkinteger(L, 1));
+    return 0;
+}
+
+static int core_free_port(lua_State *L)
+{
+    int port = zkl_free_port();
+    if (port < 0)
+        return luaL_error(L, "no free port on 127.0.0.1");
+    lua_pushinteger(L, port);
+    return 1;
+}
+
+/* four_letter(host, port, cmd, timeout_s) -> answer, or nil when unreachable */
+static int core_four_letter(lua_State *L)
+{
+    const char *host = luaL_checkstring(L, 1);
+    int port = (int)luaL_checkinteger(L, 2);
+    const char *cmd = luaL_checkstring(L, 3);
+    int timeout = seconds_to_ms(L, 4);
+    enum { ANSWER_SIZE = 64 * 1024 };
+    char *out = lua_newuserdatauv(L, ANSWER_SIZE, 0);
+    int n = zkl_four_letter_word(host, port, cmd, timeout < 0 ? 2000 : timeout, out, ANSWER_SIZE);
+    if (n < 0)
+        return 0;
+    lua_pushlstring(L, out, (size_t)n);
+    return 1;
+}
+
+static const luaL_Reg core_functions[] = {
+    {"path_problem", core_path_problem},
+    {"digest_credential", core_digest_credential},
+    {"monotonic", core_monotonic},
+    {"poll", core_poll},
+    {"sleep", core_sleep},
+    {"set_log_level", core_set_log_level},
+    {"free_port", core_free_port},
+    {"four_letter", core_four_letter},
+    {NULL, NULL},
+};
+
+int luaopen_zklua_core(lua_State *L)
+{
+    lua_newtable(L);
+    luaL_setfuncs(L, core_functions, 0);
+    zkl_register_stat_metatable(L);
+    zkl_register_session(L);
+    lua_pushstring(L, ZKLUA_VERSION);
+    lua_setfield(L, -2, "version");
+    lua_pushinteger(L, 1024 * 1024 - 1);
+    lua_setfield(L, -2, "max_packet");
+    zkl_log_set_level(0);
+    return 1;
+}

@@ -1,0 +1,418 @@
+/*
+ * session_binding.c — the zklua.core session userdata: a thin wrapper over src/core.
+ *
+ * The Lua client (lua/zklua/client.lua) checks every argument and turns results into futures,
+ * error objects and callbacks; this file only converts values and guards the C core against
+ * wrong types, so that nothing a script does can crash the process.  Op methods return the
+ * op id; s:next() returns one event as plain values:
+ *   "op",    id, rc, watch_dropped, results...   (see zkl_push_op_results)
+ *   "watch", id, type, state, path
+ *   "state", state, client_state
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/ops.h"
+#include "../core/session.h"
+#include "convert.h"
+#include "session_binding.h"
+
+static const char SESSION_METATABLE[] = "zklua.core.Session";
+static const char MULTI_HOLDER_METATABLE[] = "zklua.core.MultiHolder";
+
+typedef struct {
+    zkl_session *session; /* NULL once closed */
+} session_box;
+
+static zkl_session *check_session(lua_State *L)
+{
+    session_box *box = luaL_checkudata(L, 1, SESSION_METATABLE);
+    if (!box->session)
+        luaL_error(L, "the session is closed");
+    return box->session;
+}
+
+static int optional_int(lua_State *L, int idx, int fallback)
+{
+    return (int)luaL_optinteger(L, idx, fallback);
+}
+
+/* A value argument: nil is empty; the length fits a ZooKeeper buffer. */
+static const char *check_value(lua_State *L, int idx, int *len)
+{
+    size_t n = 0;
+    const char *v = lua_isnoneornil(L, idx) ? "" : luaL_checklstring(L, idx, &n);
+    if (n > 0x7fffffff)
+        luaL_argerror(L, idx, "value too large");
+    *len = (int)n;
+    return v;
+}
+
+static int push_op_id(lua_State *L, uint64_t id)
+{
+    if (id == 0)
+        return luaL_error(L, "out of memory");
+    lua_pushinteger(L, (lua_Integer)id);
+    return 1;
+}
+
+/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd]) */
+static int session_new(lua_State *L)
+{
+    zkl_session_options o;
+    memset(&o, 0, sizeof o);
+    o.hosts = luaL_checkstring(L, 1);
+    o.timeout_ms = (int)luaL_checkinteger(L, 2);
+    o.read_only = lua_toboolean(L, 3);
+    if (!lua_isnoneornil(L, 4)) {
+        const char *hex = luaL_checkstring(L, 4);
+        size_t plen;
+        const char *pw = luaL_checklstring(L, 5, &plen);
+        char *end;
+        errno = 0;
+        o.session_id = (int64_t)strtoull(hex, &end, 16);
+        if (errno || *end || plen != sizeof o.passwd)
+            return luaL_argerror(L, 4, "session id must be hex and the password 16 bytes");
+        memcpy(o.passwd, pw, sizeof o.passwd);
+        o.resume = 1;
+    }
+    session_box *box = lua_newuserdatauv(L, sizeof *box, 0);
+    box->session = NULL;
+    luaL_setmetatable(L, SESSION_METATABLE);
+    box->session = zkl_session_new(&o);
+    if (!box->session)
+        return luaL_error(L, "out of memory");
+    return 1;
+}
+
+static int session_start(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    if (zkl_session_start(s) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int session_stop(lua_State *L)
+{
+    zkl_session_stop(check_session(L));
+    return 0;
+}
+
+static int session_close(lua_State *L)
+{
+    session_box *box = luaL_checkudata(L, 1, SESSION_METATABLE);
+    zkl_session_free(box->session);
+    box->session = NULL;
+    return 0;
+}
+
+static int session_fileno(lua_State *L)
+{
+    lua_pushinteger(L, zkl_session_fd(check_session(L)));
+    return 1;
+}
+
+/* wait(timeout_s): true when events wait, false on timeout or interruption. nil waits. */
+static int session_wait(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    int ms = -1;
+    if (!lua_isnoneornil(L, 2)) {
+        lua_Number t = luaL_checknumber(L, 2);
+        ms = t <= 0 ? 0 : t > 2e6 ? 2000000000 : (int)(t * 1000 + 0.5);
+    }
+    lua_pushboolean(L, zkl_session_wait(s, ms) > 0);
+    return 1;
+}
+
+static int push_event(lua_State *L, zkl_event *ev)
+{
+    switch (ev->kind) {
+    case ZKL_EV_OP: {
+        lua_pushliteral(L, "op");
+        lua_pushinteger(L, (lua_Integer)ev->id);
+        int results = 0;
+        if (ev->rc == ZOK || (ev->op == ZKL_OP_EXISTS && ev->rc == ZNONODE)) {
+            lua_pushinteger(L, ZOK);
+            results = zkl_push_op_results(L, ev);
+        } else {
+            lua_pushinteger(L, ev->rc);
+            if (ev->op == ZKL_OP_MULTI && ev->multi)
+                results = zkl_push_op_results(L, ev); /* per-op codes of a failed transaction */
+        }
+        /* a watch asked for but not registered will never fire */
+        lua_pushboolean(L, ev->watch_requested && !ev->watch_registered);
+        lua_insert(L, -1 - results);
+        return 4 + results;
+    }
+    case ZKL_EV_WATCH:
+        lua_pushliteral(L, "watch");
+        lua_pushinteger(L, (lua_Integer)ev->id);
+        lua_pushstring(L, zkl_event_type_name(ev->type));
+        lua_pushstring(L, zkl_keeper_state_name(ev->zk_state));
+        lua_pushstring(L, ev->path ? ev->path : "");
+        return 5;
+    case ZKL_EV_STATE:
+        lua_pushliteral(L, "state");
+        lua_pushstring(L, zkl_state_name(ev->state));
+        lua_pushstring(L, zkl_client_state_name(ev->client_state));
+        return 3;
+    case ZKL_EV_SESSION:
+        break;
+    }
+    return 0;
+}
+
+/* next(): one event as values (kind first), or nothing when none waits. */
+static int session_next(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    zkl_event *ev = zkl_session_next(s);
+    if (!ev)
+        return 0;
+    lua_settop(L, 1);
+    int n = push_event(L, ev); /* raises only on out-of-memory, then the event leaks once */
+    zkl_event_free(ev);
+    return n;
+}
+
+static int session_state(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    lua_pushstring(L, zkl_state_name(zkl_session_state(s)));
+    lua_pushstring(L, zkl_client_state_name(zkl_session_client_state(s)));
+    return 2;
+}
+
+static int session_client_id(lua_State *L)
+{
+    int64_t id;
+    char passwd[16];
+    if (zkl_session_client_id(check_session(L), &id, passwd) != 0)
+        return 0;
+    zkl_push_session_id(L, id);
+    lua_pushlstring(L, passwd, sizeof passwd);
+    return 2;
+}
+
+static int session_negotiated_timeout(lua_State *L)
+{
+    lua_pushinteger(L, zkl_session_negotiated_timeout(check_session(L)));
+    return 1;
+}
+
+static int session_pending(lua_State *L)
+{
+    lua_pushinteger(L, zkl_session_pending_ops(check_session(L)));
+    return 1;
+}
+
+/* ---- operations ---- */
+
+static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    int len;
+    const char *value = check_value(L, 3, &len);
+    struct ACL_vector *acl = zkl_check_acl_list(L, 4, "acl");
+    int flags = optional_int(L, 5, 0);
+    return push_op_id(L, zkl_op_create(s, path, value, len, acl, flags, lua_toboolean(L, 6)));
+}
+
+static int op_delete(lua_State *L) /* delete(path, version) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_op_id(L, zkl_op_delete(s, path, optional_int(L, 3, -1)));
+}
+
+static int op_exists(lua_State *L) /* exists(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_op_id(L, zkl_op_exists(s, path, lua_toboolean(L, 3)));
+}
+
+static int op_get(lua_State *L) /* get(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_op_id(L, zkl_op_get(s, path, lua_toboolean(L, 3)));
+}
+
+static int op_children(lua_State *L) /* children(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_op_id(L, zkl_op_children(s, path, lua_toboolean(L, 3), 1));
+}
+
+static int op_set(lua_State *L) /* set(path, value, version) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    int len;
+    const char *value = check_value(L, 3, &len);
+    return push_op_id(L, zkl_op_set(s, path, value, len, optional_int(L, 4, -1)));
+}
+
+static int op_get_acl(lua_State *L) /* get_acl(path) */
+{
+    zkl_session *s = check_session(L);
+    return push_op_id(L, zkl_op_get_acl(s, luaL_checkstring(L, 2)));
+}
+
+static int op_set_acl(lua_State *L) /* set_acl(path, acl, version) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    struct ACL_vector *acl = zkl_check_acl_list(L, 3, "acls");
+    return push_op_id(L, zkl_op_set_acl(s, path, optional_int(L, 4, -1), acl));
+}
+
+static int op_sync(lua_State *L) /* sync(path) */
+{
+    zkl_session *s = check_session(L);
+    return push_op_id(L, zkl_op_sync(s, luaL_checkstring(L, 2)));
+}
+
+static int op_add_auth(lua_State *L) /* add_auth(scheme, credential) */
+{
+    zkl_session *s = check_session(L);
+    const char *scheme = luaL_checkstring(L, 2);
+    size_t len;
+    const char *cred = luaL_checklstring(L, 3, &len);
+    return push_op_id(L, zkl_op_add_auth(s, scheme, cred, (int)len));
+}
+
+/* One transaction op {kind, path, value, acl, flags, version} added to m; raises on bad input. */
+static int add_multi_op(lua_State *L, zkl_multi *m, int op)
+{
+    lua_getfield(L, op, "kind");
+    lua_getfield(L, op, "path");
+    lua_getfield(L, op, "value");
+    lua_getfield(L, op, "version");
+    lua_getfield(L, op, "flags");
+    const char *kind = lua_tostring(L, -5);
+    const char *path = lua_tostring(L, -4);
+    size_t len = 0;
+    const char *value = lua_tolstring(L, -3, &len);
+    int version = lua_isnil(L, -2) ? -1 : (int)lua_tointeger(L, -2);
+    int flags = (int)lua_tointeger(L, -1);
+    if (!kind || !path)
+        return -2;
+    int rc;
+    if (strcmp(kind, "create") == 0) {
+        lua_getfield(L, op, "acl");
+        struct ACL_vector *acl = zkl_check_acl_list(L, -1, "acl");
+        rc = zkl_multi_add_create(m, path, value, (int)len, acl, flags);
+        lua_pop(L, 2);
+    } else if (strcmp(kind, "delete") == 0) {
+        rc = zkl_multi_add_delete(m, path, version);
+    } else if (strcmp(kind, "set") == 0) {
+        rc = zkl_multi_add_set(m, path, value, (int)len, version);
+    } else if (strcmp(kind, "check") == 0) {
+        rc = zkl_multi_add_check(m, path, version);
+    } else {
+        rc = -2;
+    }
+    lua_pop(L, 5);
+    return rc;
+}
+
+static int op_multi(lua_State *L) /* multi({op, ...}) */
+{
+    zkl_session *s = check_session(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int n = (int)lua_rawlen(L, 2);
+    /* the multi is kept in a userdata while it is built, so a raise cannot leak it */
+    zkl_multi **holder = lua_newuserdatauv(L, sizeof *holder, 0);
+    *holder = NULL;
+    luaL_setmetatable(L, MULTI_HOLDER_METATABLE);
+    *holder = zkl_multi_new();
+    if (!*holder)
+        return luaL_error(L, "out of memory");
+    int rc = 0;
+    for (int i = 1; i <= n && rc == 0; i++) {
+        lua_rawgeti(L, 2, i);
+        if (lua_type(L, -1) != LUA_TTABLE)
+            rc = -2;
+        else
+            rc = add_multi_op(L, *holder, lua_gettop(L));
+        lua_pop(L, 1);
+    }
+    zkl_multi *m = *holder;
+    *holder = NULL;
+    if (rc != 0) {
+        zkl_multi_free(m);
+        return luaL_error(L, rc == -2 ? "malformed transaction op" : "out of memory");
+    }
+    return push_op_id(L, zkl_op_multi(s, m));
+}
+
+static int multi_holder_gc(lua_State *L)
+{
+    zkl_multi **holder = luaL_checkudata(L, 1, MULTI_HOLDER_METATABLE);
+    zkl_multi_free(*holder);
+    *holder = NULL;
+    return 0;
+}
+
+static int session_gc(lua_State *L)
+{
+    session_box *box = luaL_checkudata(L, 1, SESSION_METATABLE);
+    zkl_session_free(box->session);
+    box->session = NULL;
+    return 0;
+}
+
+static const luaL_Reg session_methods[] = {
+    {"start", session_start},
+    {"stop", session_stop},
+    {"close", session_close},
+    {"fileno", session_fileno},
+    {"wait", session_wait},
+    {"next", session_next},
+    {"state", session_state},
+    {"client_id", session_client_id},
+    {"negotiated_timeout", session_negotiated_timeout},
+    {"pending", session_pending},
+    {"create", op_create},
+    {"delete", op_delete},
+    {"exists", op_exists},
+    {"get", op_get},
+    {"children", op_children},
+    {"set", op_set},
+    {"get_acl", op_get_acl},
+    {"set_acl", op_set_acl},
+    {"sync", op_sync},
+    {"add_auth", op_add_auth},
+    {"multi", op_multi},
+    {NULL, NULL},
+};
+
+void zkl_register_session(lua_State *L)
+{
+    if (luaL_newmetatable(L, SESSION_METATABLE)) {
+        lua_newtable(L);
+        luaL_setfuncs(L, session_methods, 0);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, session_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, MULTI_HOLDER_METATABLE)) {
+        lua_pushcfunction(L, multi_holder_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, session_new);
+    lua_setfield(L, -2, "session");
+}
