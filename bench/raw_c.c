@@ -178,6 +178,9 @@ static zhandle_t *connect_session(const char *hosts, struct session_waiter *wait
         fprintf(stderr, "zookeeper_init(%s) failed: %s\n", hosts, strerror(errno));
         return NULL;
     }
+    /* As zklua configures it: without a delay the library resolves the host list again on
+     * every I/O wake-up, which would charge both clients a getaddrinfo per op. */
+    zoo_set_servers_resolution_delay(zh, 5000);
     if (!wait_until_connected(waiter)) {
         fprintf(stderr, "could not connect to %s within %d s\n", hosts, CONNECT_WAIT_S);
         zookeeper_close(zh);

@@ -186,8 +186,6 @@ function Client:dispatch(timeout)
     session = self._session -- a callback may have closed the client
     if not session then return handled end
   end
-  local _, client_state = session:state()
-  self.client_state = client_state
   return handled
 end
 

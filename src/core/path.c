@@ -59,6 +59,11 @@ const char *zkl_path_problem(const char *path, size_t len, int sequential)
         return "path must not end with '/'";
     size_t name_start = 1;
     for (size_t i = 1; i < len;) {
+        unsigned char byte = (unsigned char)path[i];
+        if (byte > 0x1F && byte < 0x7F && byte != '/') { /* the common case: plain ASCII */
+            i++;
+            continue;
+        }
         uint32_t c;
         size_t step = decode_utf8((const unsigned char *)path + i, len - i, &c);
         if (step == 0)

@@ -16,6 +16,8 @@
 
 #include "log.h"
 
+enum { HOST_RESOLUTION_DELAY_MS = 5000 };
+
 static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)zh;
@@ -78,6 +80,9 @@ static int open_handle(zkl_session *s)
         errno = saved ? saved : EINVAL;
         return -1;
     }
+    /* By default the library resolves the host list again on every I/O wake-up (one
+     * getaddrinfo per op under load); DNS changes are still seen within this delay. */
+    zoo_set_servers_resolution_delay(zh, HOST_RESOLUTION_DELAY_MS);
     s->resume = 0; /* a resumed id serves once; a later expiry opens a fresh session */
     s->zh = zh;
     s->handle_ctx = hc;
@@ -191,28 +196,29 @@ static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int
     return lost;
 }
 
-/* Runs the state machine on one raw session event; returns a STATE event to deliver or NULL. */
+/* Runs the state machine on one raw session event; returns a STATE event to deliver when the
+ * kazoo state or the client state changed, else NULL. */
 static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
 {
     if (raw->generation != s->generation || s->stopped)
         return NULL; /* from a handle already closed */
     int st = raw->zk_state;
-    if (st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE) {
-        s->client_state = st == ZOO_READONLY_STATE ? ZKL_CS_CONNECTED_RO : ZKL_CS_CONNECTED;
-        if (s->state == ZKL_CONNECTED)
-            return NULL;
-        s->state = ZKL_CONNECTED;
-        return new_state_event(s);
-    }
     if (st == ZOO_EXPIRED_SESSION_STATE)
         return lose_session(s, ZKL_CS_EXPIRED_SESSION, ZSESSIONEXPIRED, 1);
     if (st == ZOO_AUTH_FAILED_STATE)
         return lose_session(s, ZKL_CS_AUTH_FAILED, ZAUTHFAILED, 0);
-    /* connecting, associating or between attempts */
-    s->client_state = ZKL_CS_CONNECTING;
-    if (s->state != ZKL_CONNECTED)
+    zkl_state old_state = s->state;
+    zkl_client_state old_client_state = s->client_state;
+    if (st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE) {
+        s->client_state = st == ZOO_READONLY_STATE ? ZKL_CS_CONNECTED_RO : ZKL_CS_CONNECTED;
+        s->state = ZKL_CONNECTED;
+    } else { /* connecting, associating or between attempts */
+        s->client_state = ZKL_CS_CONNECTING;
+        if (s->state == ZKL_CONNECTED)
+            s->state = ZKL_SUSPENDED;
+    }
+    if (s->state == old_state && s->client_state == old_client_state)
         return NULL;
-    s->state = ZKL_SUSPENDED;
     return new_state_event(s);
 }
 

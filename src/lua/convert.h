@@ -9,8 +9,8 @@
 
 /* Pushes a stat table: ZooKeeper's field names, plus kazoo's through its metatable. */
 void zkl_push_stat(lua_State *L, const struct Stat *stat);
-/* Registers the stat metatable; call once when the module opens. */
-void zkl_register_stat_metatable(lua_State *L);
+/* Builds the stat constructor in this Lua state; call once when the module opens. */
+void zkl_register_stat_constructor(lua_State *L);
 
 /* Reads a list of ACL tables at idx into a vector whose memory belongs to the Lua stack
  * (a userdata pushed on top) and to the ACL tables' strings.  Raises on a malformed entry. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../core/digest.h"
@@ -89,6 +90,17 @@ static int core_poll(lua_State *L)
     return 1;
 }
 
+/* cpu_time() -> seconds of CPU (user + system, all threads) this process used */
+static int core_cpu_time(lua_State *L)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    lua_pushnumber(L, user + sys);
+    return 1;
+}
+
 /* sleep(seconds): a plain sleep, for when there is no session to dispatch */
 static int core_sleep(lua_State *L)
 {
@@ -139,6 +151,7 @@ static const luaL_Reg core_functions[] = {
     {"monotonic", core_monotonic},
     {"poll", core_poll},
     {"sleep", core_sleep},
+    {"cpu_time", core_cpu_time},
     {"set_log_level", core_set_log_level},
     {"free_port", core_free_port},
     {"four_letter", core_four_letter},
@@ -149,7 +162,7 @@ int luaopen_zklua_core(lua_State *L)
 {
     lua_newtable(L);
     luaL_setfuncs(L, core_functions, 0);
-    zkl_register_stat_metatable(L);
+    zkl_register_stat_constructor(L);
     zkl_register_session(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");

@@ -9,13 +9,16 @@ local core = require "zklua.core"
 local blocking = { name = "blocking" }
 
 local clients = setmetatable({}, { __mode = "k" }) -- attached client -> true
+local fd_list = nil -- the attached clients' fds, rebuilt after attach/detach
 
 function blocking.attach(client)
   clients[client] = true
+  fd_list = nil
 end
 
 function blocking.detach(client)
   clients[client] = nil
+  fd_list = nil
 end
 
 --- Runs every attached client's pending events; returns how many were handled.
@@ -28,12 +31,14 @@ local function dispatch_all()
 end
 
 local function fds()
-  local list = {}
-  for client in pairs(clients) do
-    local fd = client:fileno()
-    if fd then list[#list + 1] = fd end
+  if not fd_list then
+    fd_list = {}
+    for client in pairs(clients) do
+      local fd = client:fileno()
+      if fd then fd_list[#fd_list + 1] = fd end
+    end
   end
-  return list
+  return fd_list
 end
 
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
