@@ -458,6 +458,15 @@ describe("crud", function()
       assert.are.equal("CHANGED", event.type)
     end)
 
+    it("recursive delete of the chroot's root deletes a user node named 'zookeeper' too", function()
+      -- only the real /zookeeper is ZooKeeper's own; inside a chroot it is a user node
+      rooted:create("/zookeeper/x", "", { makepath = true })
+      rooted:create("/other", "")
+      assert.is_true(rooted:delete("/", nil, true))
+      assert.are.same({}, rooted:get_children("/"))
+      assert.is_not_nil(zk:exists("/chroot"))
+    end)
+
     it("recursive delete stays inside the chroot", function()
       rooted:create("/d/e", "", { makepath = true })
       assert.is_true(rooted:delete("/d", nil, true))

@@ -28,7 +28,7 @@ function check.path(fname, path, argument, sequential)
     fail(fname, argument, argument .. " must be a string (got " .. type(path) .. ")")
   end
   local problem = core.path_problem(path, sequential)
-  if problem then fail(fname, argument, problem .. " (got " .. shown(path) .. ")") end
+  if problem then fail(fname, argument, argument .. " " .. problem .. " (got " .. shown(path) .. ")") end
   return path
 end
 
@@ -91,6 +91,7 @@ end
 function check.timeout(fname, timeout, argument)
   argument = argument or "timeout"
   if timeout ~= nil and (type(timeout) ~= "number" or timeout ~= timeout or timeout < 0) then
+    -- NaN fails timeout == timeout; math.huge is allowed (no limit)
     fail(fname, argument, argument .. " must be a number of seconds >= 0 or nil (got " ..
          shown(timeout) .. ")")
   end

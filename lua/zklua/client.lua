@@ -80,7 +80,10 @@ function Client.new(arg)
   check.options("client", opts, CLIENT_OPTIONS, "options")
   local hosts = hosts_string(opts.hosts or os.getenv("ZKLUA_HOSTS") or DEFAULT_HOSTS)
   local timeout = opts.timeout or 10
-  if timeout <= 0 then check.fail("client", "timeout", "timeout must be > 0 seconds") end
+  if not (timeout > 0 and timeout <= 2000000) then -- also refuses NaN
+    check.fail("client", "timeout", "timeout must be a number of seconds > 0 (got " ..
+               tostring(timeout) .. ")")
+  end
   if opts.default_acl then check.acls("client", opts.default_acl, "default_acl") end
   local handler = opts.handler or blocking
   local self = setmetatable({
@@ -97,6 +100,7 @@ function Client.new(arg)
     _watchers = {},  -- op id -> watch function
     _listeners = {},
     _stopped = true,
+    _has_auth = opts.auth_data ~= nil and #opts.auth_data > 0,
   }, Client)
   self.retry_policy = Retry.new(opts.command_retry, handler.sleep)
   if opts.connection_retry then Retry.new(opts.connection_retry) end -- checked; see README
@@ -211,9 +215,16 @@ function Client:start(timeout)
     self.client_state = "CONNECTING"
   end
   local client = self
+  local deadline = core.monotonic() + timeout
   local connected = self.handler.wait(function()
     return client.state == "CONNECTED" or client.client_state == "AUTH_FAILED"
   end, timeout)
+  if connected and self._has_auth and self.client_state ~= "AUTH_FAILED" then
+    -- the server answers requests in order: once this one is back, so is the auth
+    local probe = self:exists_async("/")
+    probe:wait(math.max(deadline - core.monotonic(), 0))
+    connected = probe:ready()
+  end
   if self.client_state == "AUTH_FAILED" then
     self:stop()
     errors.raise(errors.AuthFailedError, "the server refused the client's auth_data")
@@ -449,7 +460,8 @@ function Client:_delete_tree(path)
   end
   for _, child in ipairs(children) do
     local child_path = join(path, child)
-    if child_path ~= "/zookeeper" then self:_delete_tree(child_path) end
+    -- the server's own /zookeeper is not ours to delete (inside a chroot it is a user node)
+    if child_path ~= "/zookeeper" or self.chroot then self:_delete_tree(child_path) end
   end
   if path ~= "/" then
     local deleted, err = pcall(self.delete, self, path)

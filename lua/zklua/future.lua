@@ -8,6 +8,7 @@
 -- exactly once; the client guarantees every future of an op is resolved, even across a
 -- session expiry or stop().
 local errors = require "zklua.errors"
+local check = require "zklua.check"
 
 local Future = {}
 Future.__index = Future
@@ -56,6 +57,7 @@ end
 
 --- Waits at most timeout seconds (nil: no limit); true when resolved.
 function Future:wait(timeout)
+  check.timeout("wait", timeout)
   if self.done then return true end
   local future = self
   return self._handler.wait(function() return future.done end, timeout)
@@ -63,6 +65,7 @@ end
 
 --- The result, or raises the error; raises TimeoutError if not resolved within timeout.
 function Future:get(timeout)
+  check.timeout("get", timeout)
   if not self.done and not self:wait(timeout) then
     errors.raise(errors.TimeoutError, "no result within " .. tostring(timeout) .. " s")
   end

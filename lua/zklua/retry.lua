@@ -35,6 +35,18 @@ local function check_options(opts)
                    "retry: option '" .. k .. "' must be a " .. want, nil, { argument = k })
     end
   end
+  local tries = opts.max_tries
+  if tries and (tries ~= math.floor(tries) or tries < -1) then
+    errors.raise(errors.BadArgumentsError, "retry: max_tries must be an integer >= -1 " ..
+                 "(-1: no limit)", nil, { argument = "max_tries" })
+  end
+  for _, name in ipairs({ "delay", "backoff", "max_delay", "deadline" }) do
+    local v = opts[name]
+    if v and not (v >= 0) then
+      errors.raise(errors.BadArgumentsError, "retry: " .. name .. " must be >= 0", nil,
+                   { argument = name })
+    end
+  end
   if opts.max_jitter and (opts.max_jitter < 0 or opts.max_jitter > 1) then
     errors.raise(errors.BadArgumentsError, "retry: max_jitter must be within 0 and 1", nil,
                  { argument = "max_jitter" })

@@ -278,8 +278,27 @@ function testing.ensemble(n, opts)
   return new_cluster(n or 3, opts):start()
 end
 
---- Makes the server expire zk's session (another handle takes the session over and closes
--- it), then waits until zk has seen LOST.  Returns the expired session's id.
+-- Attaches a second handle to the session and closes it, which makes the server end the
+-- session.  Returns false when the takeover could not be completed (see expire_session).
+local function take_over_and_close(hosts, timeout_s, id, passwd, wait)
+  local other = core.session(hosts, math.floor(timeout_s * 1000), false, id, passwd)
+  assert(other:start())
+  local deadline = core.monotonic() + wait
+  local connected = false
+  while not connected and core.monotonic() < deadline do
+    other:wait(0.05)
+    local kind, state = other:next()
+    connected = kind == "state" and state == "CONNECTED"
+  end
+  other:stop()
+  other:close()
+  return connected
+end
+
+--- Makes the server expire zk's session and waits until zk has seen LOST.  Returns the
+-- expired session's id.  Another handle takes the session over and closes it; when zk wins
+-- the session back before that close reaches the server (it reconnects within
+-- milliseconds), the close is lost, so the takeover is repeated until zk sees LOST.
 function testing.expire_session(zk, timeout)
   timeout = timeout or 10
   local id, passwd = zk:client_id()
@@ -289,20 +308,15 @@ function testing.expire_session(zk, timeout)
     if state == "LOST" then lost = true; return true end
   end
   zk:add_listener(on_state)
-  local other = core.session(zk.hosts, math.floor(zk:session_timeout() * 1000), false, id,
-                             passwd)
-  assert(other:start())
   local deadline = core.monotonic() + timeout
-  local connected = false
-  while not connected and core.monotonic() < deadline do
-    other:wait(0.1)
-    local kind, state = other:next()
-    connected = kind == "state" and state == "CONNECTED"
+  while not lost and core.monotonic() < deadline do
+    take_over_and_close(zk.hosts, zk:session_timeout(), id, passwd, 2)
+    blocking.wait(function() return lost end, 0.5)
   end
-  other:stop()
-  other:close()
-  assert(connected, "expire_session: could not attach to the session")
-  testing.wait_for(function() return lost end, timeout, "the client to see LOST")
+  if not lost then
+    zk:remove_listener(on_state)
+    error("expire_session: the client did not see LOST within " .. timeout .. " s", 2)
+  end
   return id
 end
 

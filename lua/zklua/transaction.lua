@@ -74,11 +74,24 @@ local function results_of(ops, rc, values, codes)
   return results
 end
 
+local core = require "zklua.core"
+
+-- A transaction is one request: its paths and values together must fit the server's limit.
+local function check_total_size(ops)
+  local total = 0
+  for _, op in ipairs(ops) do total = total + #op.path + #(op.value or "") + 32 end
+  if total > core.max_packet - 128 then
+    check.fail("commit", "transaction", string.format("the transaction carries %d bytes, " ..
+               "over the server's limit of %d per request (1 MiB)", total, core.max_packet - 128))
+  end
+end
+
 --- commit_async() -> future of the results list
 function Transaction:commit_async()
   if self.committed then
     check.fail("commit", "transaction", "the transaction was already committed")
   end
+  check_total_size(self.operations)
   self.committed = true
   local ops = self.operations
   if #ops == 0 then

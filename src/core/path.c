@@ -28,10 +28,12 @@ static size_t decode_utf8(const unsigned char *s, size_t n, uint32_t *cp)
     return len;
 }
 
+/* The server checks UTF-16 code units: a character above U+FFFF is a surrogate pair there,
+ * inside the range it forbids. */
 static int forbidden_code_point(uint32_t c)
 {
-    return c == 0 || (c > 0 && c <= 0x1F) || (c >= 0x7F && c <= 0x9F) ||
-           (c >= 0xD800 && c <= 0xF8FF) || (c >= 0xFFF0 && c <= 0xFFFF);
+    return c <= 0x1F || (c >= 0x7F && c <= 0x9F) || (c >= 0xD800 && c <= 0xF8FF) ||
+           c >= 0xFFF0;
 }
 
 /* The node name that ends just before position end and started at start. */
@@ -39,24 +41,24 @@ static const char *name_problem(const char *path, size_t start, size_t end)
 {
     size_t n = end - start;
     if (n == 0)
-        return "empty node name (two '/' in a row)";
+        return "has an empty node name (two '/' in a row)";
     if (n == 1 && path[start] == '.')
-        return "relative paths are not allowed (node name '.')";
+        return "is relative (node name '.')";
     if (n == 2 && path[start] == '.' && path[start + 1] == '.')
-        return "relative paths are not allowed (node name '..')";
+        return "is relative (node name '..')";
     return NULL;
 }
 
 const char *zkl_path_problem(const char *path, size_t len, int sequential)
 {
     if (len == 0)
-        return "path is empty";
+        return "is empty";
     if (path[0] != '/')
-        return "path must start with '/'";
+        return "must start with '/'";
     if (len == 1)
         return NULL;
     if (path[len - 1] == '/' && !sequential)
-        return "path must not end with '/'";
+        return "must not end with '/'";
     size_t name_start = 1;
     for (size_t i = 1; i < len;) {
         unsigned char byte = (unsigned char)path[i];
@@ -67,9 +69,9 @@ const char *zkl_path_problem(const char *path, size_t len, int sequential)
         uint32_t c;
         size_t step = decode_utf8((const unsigned char *)path + i, len - i, &c);
         if (step == 0)
-            return "path is not valid UTF-8";
+            return "is not valid UTF-8";
         if (forbidden_code_point(c))
-            return c == 0 ? "path contains a zero byte" : "path contains a forbidden character";
+            return c == 0 ? "contains a zero byte" : "contains a character ZooKeeper forbids";
         if (c == '/') {
             const char *problem = name_problem(path, name_start, i);
             if (problem)

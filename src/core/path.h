@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-/* NULL when path is valid, else a short reason.  A sequential create may end in '/'. */
+/* NULL when path is valid, else a short reason to follow the argument's name ("must start
+ * with '/'").  A sequential create may end in '/'. */
 const char *zkl_path_problem(const char *path, size_t len, int sequential);
 
 #endif

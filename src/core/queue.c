@@ -1,7 +1,12 @@
 /*
- * queue.c — see queue.h.  The eventfd is written only when the ready list goes from empty to
- * non-empty and drained only when the owner finds it empty, so a burst of completions costs
- * one write and one read, not one per event.
+ * queue.c — see queue.h.
+ *
+ * The eventfd is written only when the ready list goes from empty to non-empty, and after the
+ * mutex is released: a write wakes the owner at once, and it must not find the mutex still
+ * held (that costs two more context switches per event).  The owner drains the fd when it
+ * finds the list empty and then looks once more, so an event pushed while it drained is
+ * returned, and any event pushed after that look comes with a write of its own: the fd is
+ * readable whenever events wait.
  */
 #include "queue.h"
 
@@ -15,7 +20,6 @@ int zkl_queue_init(zkl_queue *q)
 {
     q->head = q->tail = q->pending = NULL;
     q->pending_count = 0;
-    q->signaled = 0;
     q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->fd < 0)
         return -1;
@@ -45,18 +49,24 @@ void zkl_queue_destroy(zkl_queue *q)
     pthread_mutex_destroy(&q->mutex);
 }
 
-static void signal_locked(zkl_queue *q)
+static void signal_fd(zkl_queue *q)
 {
-    if (!q->signaled) {
-        uint64_t one = 1;
-        ssize_t n = write(q->fd, &one, sizeof one);
-        (void)n; /* EAGAIN only if the counter were full: it is 0 or 1 here */
-        q->signaled = 1;
-    }
+    uint64_t one = 1;
+    ssize_t n = write(q->fd, &one, sizeof one);
+    (void)n; /* EAGAIN only if the counter overflowed, which leaves it readable anyway */
 }
 
-static void append_locked(zkl_queue *q, zkl_event *ev)
+static void drain_fd(zkl_queue *q)
 {
+    uint64_t count;
+    ssize_t n = read(q->fd, &count, sizeof count);
+    (void)n; /* EAGAIN: nothing to drain */
+}
+
+/* Appends ev; returns whether the list was empty (the caller then signals the fd). */
+static int append_locked(zkl_queue *q, zkl_event *ev)
+{
+    int was_empty = q->head == NULL;
     ev->next = NULL;
     ev->prev = q->tail;
     if (q->tail)
@@ -64,7 +74,7 @@ static void append_locked(zkl_queue *q, zkl_event *ev)
     else
         q->head = ev;
     q->tail = ev;
-    signal_locked(q);
+    return was_empty;
 }
 
 static void unlink_pending_locked(zkl_queue *q, zkl_event *op)
@@ -94,15 +104,19 @@ void zkl_queue_complete(zkl_queue *q, zkl_event *op)
 {
     pthread_mutex_lock(&q->mutex);
     unlink_pending_locked(q, op);
-    append_locked(q, op);
+    int was_empty = append_locked(q, op);
     pthread_mutex_unlock(&q->mutex);
+    if (was_empty)
+        signal_fd(q);
 }
 
 void zkl_queue_push(zkl_queue *q, zkl_event *ev)
 {
     pthread_mutex_lock(&q->mutex);
-    append_locked(q, ev);
+    int was_empty = append_locked(q, ev);
     pthread_mutex_unlock(&q->mutex);
+    if (was_empty)
+        signal_fd(q);
 }
 
 void zkl_queue_fail_pending(zkl_queue *q, int rc)
@@ -112,6 +126,7 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
     zkl_event *last = q->pending;
     while (last && last->next)
         last = last->next;
+    int was_empty = q->head == NULL;
     while (last) {
         zkl_event *prev = last->prev;
         last->rc = rc;
@@ -119,12 +134,15 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
         append_locked(q, last);
         last = prev;
     }
+    int signal = was_empty && q->head != NULL;
     q->pending = NULL;
     q->pending_count = 0;
     pthread_mutex_unlock(&q->mutex);
+    if (signal)
+        signal_fd(q);
 }
 
-zkl_event *zkl_queue_pop(zkl_queue *q)
+static zkl_event *pop_head(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
     zkl_event *ev = q->head;
@@ -136,14 +154,17 @@ zkl_event *zkl_queue_pop(zkl_queue *q)
             q->tail = NULL;
         ev->next = ev->prev = NULL;
     }
-    if (!q->head && q->signaled) {
-        uint64_t count;
-        ssize_t n = read(q->fd, &count, sizeof count);
-        (void)n;
-        q->signaled = 0;
-    }
     pthread_mutex_unlock(&q->mutex);
     return ev;
+}
+
+zkl_event *zkl_queue_pop(zkl_queue *q)
+{
+    zkl_event *ev = pop_head(q);
+    if (ev)
+        return ev;
+    drain_fd(q);
+    return pop_head(q);
 }
 
 int zkl_queue_is_empty(zkl_queue *q)

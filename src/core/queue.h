@@ -20,7 +20,6 @@ typedef struct zkl_queue {
     zkl_event *pending;     /* submitted ops awaiting their completion */
     long pending_count;
     int fd;                 /* eventfd, readable while head != NULL */
-    int signaled;
 } zkl_queue;
 
 int zkl_queue_init(zkl_queue *q);          /* 0, or -1 with errno */

@@ -94,9 +94,11 @@ static void read_acl(lua_State *L, int entry, struct ACL *acl, const char *what,
     if (lua_type(L, entry) != LUA_TTABLE)
         luaL_error(L, "%s[%d] must be an ACL table", what, n);
     lua_getfield(L, entry, "perms");
-    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0 || lua_tointeger(L, -1) > 31)
+    lua_Number perms = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER || perms != (lua_Number)(int)perms || perms < 0 ||
+        perms > 31)
         luaL_error(L, "%s[%d].perms must be an integer from 0 to 31", what, n);
-    acl->perms = (int32_t)lua_tointeger(L, -1);
+    acl->perms = (int32_t)perms;
     lua_pop(L, 1);
     lua_getfield(L, entry, "id");
     if (lua_type(L, -1) == LUA_TTABLE) {

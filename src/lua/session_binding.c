@@ -131,6 +131,27 @@ static int session_wait(lua_State *L)
     return 1;
 }
 
+/* Whether a failed transaction was answered by the server (then each op has its own code)
+ * or never got there: these codes are about the connection or session, never about an op. */
+static int multi_answered_by_server(int rc)
+{
+    switch (rc) {
+    case ZSYSTEMERROR:
+    case ZCONNECTIONLOSS:
+    case ZMARSHALLINGERROR:
+    case ZOPERATIONTIMEOUT:
+    case ZINVALIDSTATE:
+    case ZSESSIONEXPIRED:
+    case ZAUTHFAILED:
+    case ZCLOSING:
+    case ZSESSIONMOVED:
+    case ZNOTREADONLY:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 static int push_event(lua_State *L, zkl_event *ev)
 {
     switch (ev->kind) {
@@ -143,8 +164,8 @@ static int push_event(lua_State *L, zkl_event *ev)
             results = zkl_push_op_results(L, ev);
         } else {
             lua_pushinteger(L, ev->rc);
-            if (ev->op == ZKL_OP_MULTI && ev->multi)
-                results = zkl_push_op_results(L, ev); /* per-op codes of a failed transaction */
+            if (ev->op == ZKL_OP_MULTI && ev->multi && multi_answered_by_server(ev->rc))
+                results = zkl_push_op_results(L, ev); /* per-op codes of a refused transaction */
         }
         /* a watch asked for but not registered will never fire */
         lua_pushboolean(L, ev->watch_requested && !ev->watch_registered);
