@@ -14,11 +14,14 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#include "route.h"
+
 typedef enum {
     ZKL_EV_OP = 1,    /* an operation completed (or failed) */
     ZKL_EV_WATCH = 2, /* a one-shot watch fired */
     ZKL_EV_STATE = 3, /* kazoo-style connection state changed */
-    ZKL_EV_SESSION = 4 /* internal: the library's raw session event, never delivered */
+    ZKL_EV_SESSION = 4, /* internal: the library's raw session event, never delivered */
+    ZKL_EV_NOTIFY = 5  /* a C recipe tells its Lua owner that something changed */
 } zkl_event_kind;
 
 typedef enum {
@@ -79,6 +82,7 @@ typedef struct zkl_event {
     zkl_op_type op;
     int rc;              /* ZOK or a ZooKeeper error code */
     int internal;        /* submitted by the core itself: not delivered */
+    zkl_route route;     /* route.fn set: delivered to C (route.h), not to the caller */
     int watch_requested; /* the op asked for a watch */
     int watch_registered;/* ... and the library registered it (it will fire or be dropped) */
     char *data;          /* get: value; create/sync: path */
@@ -95,6 +99,8 @@ typedef struct zkl_event {
     int type;
     int zk_state;
     char *path;
+
+    /* ZKL_EV_NOTIFY: id names the recipe, type carries its code */
 
     /* ZKL_EV_STATE */
     zkl_state state;

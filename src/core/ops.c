@@ -14,7 +14,7 @@
 
 #include "session_private.h"
 
-static zkl_event *new_op(zkl_session *s, zkl_op_type type)
+static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
     zkl_event *op = calloc(1, sizeof *op);
     if (!op)
@@ -24,8 +24,19 @@ static zkl_event *new_op(zkl_session *s, zkl_op_type type)
     op->id = ++s->next_op_id;
     op->session = s;
     op->generation = s->generation;
+    if (route)
+        op->route = *route;
     zkl_queue_track(&s->queue, op);
     return op;
+}
+
+/* Asks for a watch on op: a routed one is remembered until it fires or is dropped. */
+static int want_watch(zkl_session *s, zkl_event *op)
+{
+    op->watch_requested = 1;
+    if (op->route.fn && zkl_watch_routes_put(&s->watch_routes, op->id, op->route) != 0)
+        return ZSYSTEMERROR;
+    return ZOK;
 }
 
 /* rc is what zoo_a* returned: anything but ZOK means no callback will come. */
@@ -215,9 +226,10 @@ static void *watch_ctx(const zkl_event *op)
 }
 
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
-                       const struct ACL_vector *acl, int flags, int want_stat)
+                       const struct ACL_vector *acl, int flags, int want_stat,
+                       const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_CREATE);
+    zkl_event *op = new_op(s, ZKL_OP_CREATE, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -228,9 +240,9 @@ uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int 
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_delete(zkl_session *s, const char *path, int version)
+uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_DELETE);
+    zkl_event *op = new_op(s, ZKL_OP_DELETE, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -239,49 +251,53 @@ uint64_t zkl_op_delete(zkl_session *s, const char *path, int version)
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch)
+uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_EXISTS);
+    zkl_event *op = new_op(s, ZKL_OP_EXISTS, route);
     if (!op)
         return 0;
-    op->watch_requested = watch;
     int rc = handle_rc(s);
+    if (rc == ZOK && watch)
+        rc = want_watch(s, op);
     if (rc == ZOK)
         rc = zoo_awexists(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
                           on_stat, op);
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_get(zkl_session *s, const char *path, int watch)
+uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_GET);
+    zkl_event *op = new_op(s, ZKL_OP_GET, route);
     if (!op)
         return 0;
-    op->watch_requested = watch;
     int rc = handle_rc(s);
+    if (rc == ZOK && watch)
+        rc = want_watch(s, op);
     if (rc == ZOK)
         rc = zoo_awget(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
                        on_data, op);
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, int want_stat)
+/* Always children2: the stat costs the server nothing more. */
+uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_route *route)
 {
-    (void)want_stat; /* children2 costs the server nothing more: always ask for the stat */
-    zkl_event *op = new_op(s, ZKL_OP_CHILDREN);
+    zkl_event *op = new_op(s, ZKL_OP_CHILDREN, route);
     if (!op)
         return 0;
-    op->watch_requested = watch;
     int rc = handle_rc(s);
+    if (rc == ZOK && watch)
+        rc = want_watch(s, op);
     if (rc == ZOK)
         rc = zoo_awget_children2(s->zh, path, watch ? on_watch : NULL,
                                  watch ? watch_ctx(op) : NULL, on_strings_stat, op);
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version)
+uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version,
+                    const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_SET);
+    zkl_event *op = new_op(s, ZKL_OP_SET, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -290,9 +306,9 @@ uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_get_acl(zkl_session *s, const char *path)
+uint64_t zkl_op_get_acl(zkl_session *s, const char *path, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_GET_ACL);
+    zkl_event *op = new_op(s, ZKL_OP_GET_ACL, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -302,9 +318,9 @@ uint64_t zkl_op_get_acl(zkl_session *s, const char *path)
 }
 
 uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
-                        const struct ACL_vector *acl)
+                        const struct ACL_vector *acl, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_SET_ACL);
+    zkl_event *op = new_op(s, ZKL_OP_SET_ACL, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -313,9 +329,9 @@ uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_sync(zkl_session *s, const char *path)
+uint64_t zkl_op_sync(zkl_session *s, const char *path, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_SYNC);
+    zkl_event *op = new_op(s, ZKL_OP_SYNC, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
@@ -324,9 +340,9 @@ uint64_t zkl_op_sync(zkl_session *s, const char *path)
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m)
+uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_MULTI);
+    zkl_event *op = new_op(s, ZKL_OP_MULTI, route);
     if (!op) {
         zkl_multi_free(m);
         return 0;
@@ -340,7 +356,7 @@ uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m)
 
 static uint64_t send_auth(zkl_session *s, const zkl_auth *a, int internal)
 {
-    zkl_event *op = new_op(s, ZKL_OP_AUTH);
+    zkl_event *op = new_op(s, ZKL_OP_AUTH, NULL);
     if (!op)
         return 0;
     op->internal = internal;
@@ -357,7 +373,7 @@ uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, i
     if (s->zh)
         return send_auth(s, &s->auths[s->auth_count - 1], 0);
     /* no handle yet: remembered, it is sent when one opens */
-    zkl_event *op = new_op(s, ZKL_OP_AUTH);
+    zkl_event *op = new_op(s, ZKL_OP_AUTH, NULL);
     if (!op)
         return 0;
     uint64_t id = op->id;

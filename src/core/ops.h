@@ -8,6 +8,9 @@
  * Paths are not validated here beyond what the library does: check them before calling.
  * A watch, when asked for, fires at most once as a ZKL_EV_WATCH event carrying the op's id;
  * the op's event says whether the library registered it (watch_registered).
+ * route: NULL delivers the op's event (and its watch's) from zkl_session_next(); a route sends
+ * them to C instead (route.h).  A routed watch always gets exactly one call: its firing, or a
+ * ZOO_NOTWATCHING_EVENT when it was not registered or its handle closed.
  */
 #ifndef ZKL_OPS_H
 #define ZKL_OPS_H
@@ -15,17 +18,19 @@
 #include "session.h"
 
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
-                       const struct ACL_vector *acl, int flags, int want_stat);
-uint64_t zkl_op_delete(zkl_session *s, const char *path, int version);
-uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch);
-uint64_t zkl_op_get(zkl_session *s, const char *path, int watch);
-uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, int want_stat);
-uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version);
-uint64_t zkl_op_get_acl(zkl_session *s, const char *path);
+                       const struct ACL_vector *acl, int flags, int want_stat,
+                       const zkl_route *route);
+uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route);
+uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route);
+uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route);
+uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_route *route);
+uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version,
+                    const zkl_route *route);
+uint64_t zkl_op_get_acl(zkl_session *s, const char *path, const zkl_route *route);
 uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
-                        const struct ACL_vector *acl);
-uint64_t zkl_op_sync(zkl_session *s, const char *path);
-uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m); /* takes m, even on failure */
+                        const struct ACL_vector *acl, const zkl_route *route);
+uint64_t zkl_op_sync(zkl_session *s, const char *path, const zkl_route *route);
+uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route); /* takes m */
 /* Sends an auth now and remembers it for the sessions that follow an expiry. */
 uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len);
 

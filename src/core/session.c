@@ -92,6 +92,31 @@ static int open_handle(zkl_session *s)
     return 0;
 }
 
+/* A routed watch that will never fire: its route hears ZOO_NOTWATCHING_EVENT. */
+static void drop_routed_watch(zkl_session *s, uint64_t id, zkl_route route)
+{
+    zkl_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = ZKL_EV_WATCH;
+    ev.id = id;
+    ev.type = ZOO_NOTWATCHING_EVENT;
+    ev.session = s;
+    route.fn(s, &ev, route.ctx);
+}
+
+/* The handle's watches are gone with it: tell every routed one. */
+static void drop_all_routed_watches(zkl_session *s)
+{
+    zkl_watch_routes dropped = s->watch_routes;
+    memset(&s->watch_routes, 0, sizeof s->watch_routes);
+    for (size_t i = 0; i < dropped.capacity; i++) {
+        uint64_t id = dropped.ids[i];
+        if (id != 0 && id != UINT64_MAX)
+            drop_routed_watch(s, id, dropped.routes[i]);
+    }
+    zkl_watch_routes_free(&dropped);
+}
+
 /* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
 static void close_handle(zkl_session *s, int rc)
 {
@@ -102,6 +127,7 @@ static void close_handle(zkl_session *s, int rc)
         s->handle_ctx = NULL;
     }
     zkl_queue_fail_pending(&s->queue, rc);
+    drop_all_routed_watches(s);
 }
 
 int zkl_session_start(zkl_session *s)
@@ -144,17 +170,30 @@ void zkl_session_stop(zkl_session *s)
     }
 }
 
+static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out);
+
 void zkl_session_free(zkl_session *s)
 {
     if (!s)
         return;
     zkl_session_stop(s);
+    /* routed ops still queued are owed their callbacks: their owners count on them */
+    zkl_event *ev;
+    while ((ev = zkl_queue_pop(&s->queue)) != NULL) {
+        zkl_event *out = NULL;
+        if (ev->kind != ZKL_EV_SESSION)
+            consume_internally(s, ev, &out);
+        zkl_event_free(out);
+        zkl_event_free(ev);
+    }
     zkl_queue_destroy(&s->queue);
     for (int i = 0; i < s->auth_count; i++) {
         free(s->auths[i].scheme);
         free(s->auths[i].cred);
     }
     free(s->auths);
+    free(s->listeners);
+    zkl_watch_routes_free(&s->watch_routes);
     free(s->hosts);
     free(s);
 }
@@ -222,6 +261,64 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     return new_state_event(s);
 }
 
+static void tell_state_listeners(zkl_session *s, zkl_state state)
+{
+    /* a listener may remove itself (or others): walk a copy */
+    int n = s->listener_count;
+    if (n == 0)
+        return;
+    zkl_state_listener *copy = malloc(sizeof *copy * (size_t)n);
+    if (!copy)
+        return;
+    for (int i = 0; i < n; i++)
+        copy[i] = s->listeners[i];
+    for (int i = 0; i < n; i++)
+        copy[i].fn(s, state, copy[i].ctx);
+    free(copy);
+}
+
+/* Hands a routed op's event to its route; also settles its watch if it was not registered. */
+static void deliver_routed_op(zkl_session *s, zkl_event *op)
+{
+    zkl_route watch_route;
+    if (op->watch_requested && !op->watch_registered &&
+        zkl_watch_routes_take(&s->watch_routes, op->id, &watch_route))
+        drop_routed_watch(s, op->id, watch_route);
+    op->route.fn(s, op, op->route.ctx);
+}
+
+/* Handles ev inside the core when it is not for the caller; returns 1 if it was consumed. */
+static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
+{
+    zkl_route route;
+    switch (ev->kind) {
+    case ZKL_EV_SESSION:
+        *out = handle_session_event(s, ev);
+        if (*out)
+            tell_state_listeners(s, (*out)->state);
+        return 1;
+    case ZKL_EV_OP:
+        if (ev->internal)
+            return 1;
+        if (ev->route.fn) {
+            deliver_routed_op(s, ev);
+            return 1;
+        }
+        return 0;
+    case ZKL_EV_WATCH:
+        if (!zkl_watch_routes_take(&s->watch_routes, ev->id, &route))
+            return 0;
+        route.fn(s, ev, route.ctx);
+        return 1;
+    case ZKL_EV_STATE:
+        tell_state_listeners(s, ev->state); /* from stop() */
+        return 0;
+    case ZKL_EV_NOTIFY:
+        return 0;
+    }
+    return 0;
+}
+
 zkl_event *zkl_session_next(zkl_session *s)
 {
     retry_open_if_owed(s);
@@ -229,19 +326,48 @@ zkl_event *zkl_session_next(zkl_session *s)
         zkl_event *ev = zkl_queue_pop(&s->queue);
         if (!ev)
             return NULL;
-        if (ev->kind == ZKL_EV_SESSION) {
-            zkl_event *out = handle_session_event(s, ev);
-            zkl_event_free(ev);
-            if (out)
-                return out;
-            continue;
-        }
-        if (ev->kind == ZKL_EV_OP && ev->internal) {
-            zkl_event_free(ev);
-            continue;
-        }
-        return ev;
+        zkl_event *out = NULL;
+        if (!consume_internally(s, ev, &out))
+            return ev;
+        zkl_event_free(ev);
+        if (out)
+            return out;
     }
+}
+
+int zkl_session_add_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx)
+{
+    zkl_state_listener *l = realloc(s->listeners, sizeof *l * (size_t)(s->listener_count + 1));
+    if (!l)
+        return -1;
+    s->listeners = l;
+    l[s->listener_count].fn = fn;
+    l[s->listener_count].ctx = ctx;
+    s->listener_count++;
+    return 0;
+}
+
+void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx)
+{
+    for (int i = 0; i < s->listener_count; i++) {
+        if (s->listeners[i].fn == fn && s->listeners[i].ctx == ctx) {
+            s->listeners[i] = s->listeners[--s->listener_count];
+            return;
+        }
+    }
+}
+
+int zkl_session_notify(zkl_session *s, uint64_t target, int code)
+{
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return -1;
+    ev->kind = ZKL_EV_NOTIFY;
+    ev->id = target;
+    ev->type = code;
+    ev->generation = s->generation;
+    zkl_queue_push(&s->queue, ev);
+    return 0;
 }
 
 zkl_state zkl_session_state(const zkl_session *s)

@@ -45,6 +45,18 @@ int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /
 int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
 long zkl_session_pending_ops(zkl_session *s);
 
+/* C code (recipes) hears every state event before it is delivered; fn must not call Lua. */
+typedef void (*zkl_state_fn)(zkl_session *s, zkl_state state, void *ctx);
+typedef struct zkl_state_listener {
+    zkl_state_fn fn;
+    void *ctx;
+} zkl_state_listener;
+int zkl_session_add_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx); /* 0 or -1 */
+void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx);
+
+/* Queues a ZKL_EV_NOTIFY event (id = target, type = code) for the caller of next(). */
+int zkl_session_notify(zkl_session *s, uint64_t target, int code);
+
 /* Remembers an auth so that it is re-applied to every new session after an expiry. */
 int zkl_session_remember_auth(zkl_session *s, const char *scheme, const char *cred, int len);
 

@@ -7,6 +7,7 @@
 
 #include "queue.h"
 #include "session.h"
+#include "watch_routes.h"
 
 /* The context of one zhandle: callbacks learn from it which session and which handle. */
 typedef struct zkl_handle_ctx {
@@ -40,6 +41,10 @@ struct zkl_session {
 
     zkl_auth *auths;
     int auth_count;
+
+    zkl_watch_routes watch_routes; /* routed watches of the current handle */
+    zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
+    int listener_count;
 };
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */

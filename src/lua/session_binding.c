@@ -8,6 +8,7 @@
  *   "op",    id, rc, watch_dropped, results...   (see zkl_push_op_results)
  *   "watch", id, type, state, path
  *   "state", state, client_state
+ *   "notify", target, code                    (a C recipe's news for its Lua object)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -184,6 +185,11 @@ static int push_event(lua_State *L, zkl_event *ev)
         lua_pushstring(L, zkl_state_name(ev->state));
         lua_pushstring(L, zkl_client_state_name(ev->client_state));
         return 3;
+    case ZKL_EV_NOTIFY:
+        lua_pushliteral(L, "notify");
+        lua_pushinteger(L, (lua_Integer)ev->id);
+        lua_pushinteger(L, ev->type);
+        return 3;
     case ZKL_EV_SESSION:
         break;
     }
@@ -244,35 +250,35 @@ static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat)
     const char *value = check_value(L, 3, &len);
     struct ACL_vector *acl = zkl_check_acl_list(L, 4, "acl");
     int flags = optional_int(L, 5, 0);
-    return push_op_id(L, zkl_op_create(s, path, value, len, acl, flags, lua_toboolean(L, 6)));
+    return push_op_id(L, zkl_op_create(s, path, value, len, acl, flags, lua_toboolean(L, 6), NULL));
 }
 
 static int op_delete(lua_State *L) /* delete(path, version) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_op_id(L, zkl_op_delete(s, path, optional_int(L, 3, -1)));
+    return push_op_id(L, zkl_op_delete(s, path, optional_int(L, 3, -1), NULL));
 }
 
 static int op_exists(lua_State *L) /* exists(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_op_id(L, zkl_op_exists(s, path, lua_toboolean(L, 3)));
+    return push_op_id(L, zkl_op_exists(s, path, lua_toboolean(L, 3), NULL));
 }
 
 static int op_get(lua_State *L) /* get(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_op_id(L, zkl_op_get(s, path, lua_toboolean(L, 3)));
+    return push_op_id(L, zkl_op_get(s, path, lua_toboolean(L, 3), NULL));
 }
 
 static int op_children(lua_State *L) /* children(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_op_id(L, zkl_op_children(s, path, lua_toboolean(L, 3), 1));
+    return push_op_id(L, zkl_op_children(s, path, lua_toboolean(L, 3), NULL));
 }
 
 static int op_set(lua_State *L) /* set(path, value, version) */
@@ -281,13 +287,13 @@ static int op_set(lua_State *L) /* set(path, value, version) */
     const char *path = luaL_checkstring(L, 2);
     int len;
     const char *value = check_value(L, 3, &len);
-    return push_op_id(L, zkl_op_set(s, path, value, len, optional_int(L, 4, -1)));
+    return push_op_id(L, zkl_op_set(s, path, value, len, optional_int(L, 4, -1), NULL));
 }
 
 static int op_get_acl(lua_State *L) /* get_acl(path) */
 {
     zkl_session *s = check_session(L);
-    return push_op_id(L, zkl_op_get_acl(s, luaL_checkstring(L, 2)));
+    return push_op_id(L, zkl_op_get_acl(s, luaL_checkstring(L, 2), NULL));
 }
 
 static int op_set_acl(lua_State *L) /* set_acl(path, acl, version) */
@@ -295,13 +301,13 @@ static int op_set_acl(lua_State *L) /* set_acl(path, acl, version) */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     struct ACL_vector *acl = zkl_check_acl_list(L, 3, "acls");
-    return push_op_id(L, zkl_op_set_acl(s, path, optional_int(L, 4, -1), acl));
+    return push_op_id(L, zkl_op_set_acl(s, path, optional_int(L, 4, -1), acl, NULL));
 }
 
 static int op_sync(lua_State *L) /* sync(path) */
 {
     zkl_session *s = check_session(L);
-    return push_op_id(L, zkl_op_sync(s, luaL_checkstring(L, 2)));
+    return push_op_id(L, zkl_op_sync(s, luaL_checkstring(L, 2), NULL));
 }
 
 static int op_add_auth(lua_State *L) /* add_auth(scheme, credential) */
@@ -375,7 +381,7 @@ static int op_multi(lua_State *L) /* multi({op, ...}) */
         zkl_multi_free(m);
         return luaL_error(L, rc == -2 ? "malformed transaction op" : "out of memory");
     }
-    return push_op_id(L, zkl_op_multi(s, m));
+    return push_op_id(L, zkl_op_multi(s, m, NULL));
 }
 
 static int multi_holder_gc(lua_State *L)
