@@ -60,10 +60,14 @@ local function sleep(seconds)
 end
 
 --- Waits (running event loops) until pred() is true; raises after timeout seconds.
+-- pred is checked after every event and at least every 50 ms, so it may ask a server.
 function testing.wait_for(pred, timeout, what)
   timeout = timeout or 10
-  if not blocking.wait(pred, timeout) then
-    error("timed out after " .. timeout .. " s waiting for " .. (what or "a condition"), 2)
+  local deadline = core.monotonic() + timeout
+  while not blocking.wait(pred, math.min(0.05, math.max(deadline - core.monotonic(), 0))) do
+    if core.monotonic() >= deadline then
+      error("timed out after " .. timeout .. " s waiting for " .. (what or "a condition"), 2)
+    end
   end
 end
 

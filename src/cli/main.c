@@ -8,8 +8,9 @@
  * zklua.core is linked in and preloaded; the Lua half is found next to the executable
  * (a checkout: ./lua) or where it was installed (ZKLUA_LUADIR at build time).  An error prints
  * a readable message and exits 1.  SIGINT and SIGTERM raise an error in the script at its next
- * instruction (a wait in progress returns at once), so sessions are closed by lua_close() on
- * the way out and their ephemeral nodes vanish.
+ * instruction (a wait in progress returns at once) and keep raising it, so a pcall cannot
+ * swallow the stop; sessions are closed by lua_close() on the way out and their ephemeral
+ * nodes vanish.  A second signal ends the process at once.
  */
 #include <limits.h>
 #include <signal.h>
@@ -33,18 +34,24 @@ int luaopen_zklua_core(lua_State *L);
 static lua_State *running_state;
 static volatile sig_atomic_t interrupted_by;
 
+/* Stays installed: every call, return and 1000 instructions raise again until the script
+ * has unwound, whatever pcalls it has. */
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    lua_sethook(L, NULL, 0, 0);
     luaL_error(L, "interrupted by signal %d", (int)interrupted_by);
 }
 
 static void on_signal(int sig)
 {
+    if (interrupted_by) { /* asked twice: stop now */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     interrupted_by = sig;
     if (running_state)
-        lua_sethook(running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+        lua_sethook(running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1000);
 }
 
 static void install_signal_handlers(void)
@@ -131,6 +138,7 @@ static int run_protected(lua_State *L, int nargs)
     running_state = L;
     int status = lua_pcall(L, nargs, 0, base);
     running_state = NULL;
+    lua_sethook(L, NULL, 0, 0); /* finalizers must run without it */
     lua_remove(L, base);
     if (status != LUA_OK) {
         fprintf(stderr, "zklua: %s\n", lua_tostring(L, -1));

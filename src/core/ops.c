@@ -30,12 +30,14 @@ static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *rout
     return op;
 }
 
-/* Asks for a watch on op: a routed one is remembered until it fires or is dropped. */
+/* Asks for a watch on op: a routed one is remembered until it fires or is dropped.  Called
+ * even when the op cannot be sent (no handle), so that its route still hears the drop when
+ * the op's failure is delivered.  Out of memory: no route kept, and watch_requested stays 0. */
 static int want_watch(zkl_session *s, zkl_event *op)
 {
-    op->watch_requested = 1;
     if (op->route.fn && zkl_watch_routes_put(&s->watch_routes, op->id, op->route) != 0)
         return ZSYSTEMERROR;
+    op->watch_requested = 1;
     return ZOK;
 }
 
@@ -58,8 +60,22 @@ static int handle_rc(const zkl_session *s)
     return s->stopped ? ZCLOSING : ZSESSIONEXPIRED;
 }
 
+/* The handle's verdict, after asking for the watch whatever it is (see want_watch). */
+static int watch_rc(zkl_session *s, zkl_event *op, int watch)
+{
+    int rc = handle_rc(s);
+    if (watch) {
+        int wrc = want_watch(s, op);
+        if (rc == ZOK)
+            rc = wrc;
+    }
+    return rc;
+}
+
 static void finish(zkl_event *op, int rc)
 {
+    if (rc == ZCLOSING)
+        rc = atomic_load(&op->session->closing_rc);
     op->rc = rc;
     zkl_queue_complete(&op->session->queue, op);
 }
@@ -256,9 +272,7 @@ uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_ro
     zkl_event *op = new_op(s, ZKL_OP_EXISTS, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK && watch)
-        rc = want_watch(s, op);
+    int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
         rc = zoo_awexists(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
                           on_stat, op);
@@ -270,9 +284,7 @@ uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route
     zkl_event *op = new_op(s, ZKL_OP_GET, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK && watch)
-        rc = want_watch(s, op);
+    int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
         rc = zoo_awget(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
                        on_data, op);
@@ -285,9 +297,7 @@ uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_
     zkl_event *op = new_op(s, ZKL_OP_CHILDREN, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK && watch)
-        rc = want_watch(s, op);
+    int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
         rc = zoo_awget_children2(s->zh, path, watch ? on_watch : NULL,
                                  watch ? watch_ctx(op) : NULL, on_strings_stat, op);

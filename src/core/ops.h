@@ -10,7 +10,9 @@
  * the op's event says whether the library registered it (watch_registered).
  * route: NULL delivers the op's event (and its watch's) from zkl_session_next(); a route sends
  * them to C instead (route.h).  A routed watch always gets exactly one call: its firing, or a
- * ZOO_NOTWATCHING_EVENT when it was not registered or its handle closed.
+ * ZOO_NOTWATCHING_EVENT when it was not registered (also when the op could not be sent at all)
+ * or its handle closed.  Only when out of memory does a watch op fail with ZSYSTEMERROR and an
+ * event whose watch_requested is 0: then no watch call comes.
  */
 #ifndef ZKL_OPS_H
 #define ZKL_OPS_H

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 int zkl_queue_init(zkl_queue *q)
@@ -24,6 +25,17 @@ int zkl_queue_init(zkl_queue *q)
     if (q->fd < 0)
         return -1;
     if (pthread_mutex_init(&q->mutex, NULL) != 0) {
+        close(q->fd);
+        errno = ENOMEM;
+        return -1;
+    }
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&q->idle, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0) {
+        pthread_mutex_destroy(&q->mutex);
         close(q->fd);
         errno = ENOMEM;
         return -1;
@@ -46,6 +58,7 @@ void zkl_queue_destroy(zkl_queue *q)
     free_list(q->pending);
     q->head = q->tail = q->pending = NULL;
     close(q->fd);
+    pthread_cond_destroy(&q->idle);
     pthread_mutex_destroy(&q->mutex);
 }
 
@@ -85,7 +98,8 @@ static void unlink_pending_locked(zkl_queue *q, zkl_event *op)
         q->pending = op->next;
     if (op->next)
         op->next->prev = op->prev;
-    q->pending_count--;
+    if (--q->pending_count == 0)
+        pthread_cond_broadcast(&q->idle);
 }
 
 void zkl_queue_track(zkl_queue *q, zkl_event *op)
@@ -137,6 +151,7 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
     int signal = was_empty && q->head != NULL;
     q->pending = NULL;
     q->pending_count = 0;
+    pthread_cond_broadcast(&q->idle);
     pthread_mutex_unlock(&q->mutex);
     if (signal)
         signal_fd(q);
@@ -173,4 +188,23 @@ int zkl_queue_is_empty(zkl_queue *q)
     int empty = q->head == NULL;
     pthread_mutex_unlock(&q->mutex);
     return empty;
+}
+
+long zkl_queue_wait_idle(zkl_queue *q, int timeout_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&q->mutex);
+    while (q->pending_count > 0 &&
+           pthread_cond_timedwait(&q->idle, &q->mutex, &deadline) == 0)
+        ;
+    long left = q->pending_count;
+    pthread_mutex_unlock(&q->mutex);
+    return left;
 }

@@ -19,6 +19,7 @@ typedef struct zkl_queue {
     zkl_event *head, *tail; /* ready to deliver, oldest first */
     zkl_event *pending;     /* submitted ops awaiting their completion */
     long pending_count;
+    pthread_cond_t idle;    /* signaled when pending_count drops to 0 */
     int fd;                 /* eventfd, readable while head != NULL */
 } zkl_queue;
 
@@ -30,6 +31,8 @@ void zkl_queue_complete(zkl_queue *q, zkl_event *op); /* pending -> ready */
 void zkl_queue_push(zkl_queue *q, zkl_event *ev);     /* a new ready event (watch, state) */
 void zkl_queue_fail_pending(zkl_queue *q, int rc);    /* every pending op -> ready with rc */
 zkl_event *zkl_queue_pop(zkl_queue *q);               /* NULL when empty; owner thread only */
+/* Waits until no op is pending or timeout_ms passes; returns how many are still pending. */
+long zkl_queue_wait_idle(zkl_queue *q, int timeout_ms);
 int zkl_queue_is_empty(zkl_queue *q);
 
 #endif

@@ -16,7 +16,10 @@
 
 #include "log.h"
 
-enum { HOST_RESOLUTION_DELAY_MS = 5000 };
+enum {
+    HOST_RESOLUTION_DELAY_MS = 5000,
+    STOP_DRAIN_MAX_MS = 2000 /* how long stop() lets ops in flight finish */
+};
 
 static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
@@ -51,8 +54,9 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     s->resume_id.client_id = o->session_id;
     memcpy(s->resume_id.passwd, o->passwd, sizeof s->resume_id.passwd);
     s->state = ZKL_LOST;
-    s->client_state = ZKL_CS_CONNECTING;
+    s->client_state = ZKL_CS_CLOSED;
     s->stopped = 1; /* until started */
+    atomic_init(&s->closing_rc, ZCLOSING);
     return s;
 }
 
@@ -120,6 +124,7 @@ static void drop_all_routed_watches(zkl_session *s)
 /* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
 static void close_handle(zkl_session *s, int rc)
 {
+    atomic_store(&s->closing_rc, rc);
     if (s->zh) {
         zookeeper_close(s->zh);
         s->zh = NULL;
@@ -127,7 +132,22 @@ static void close_handle(zkl_session *s, int rc)
         s->handle_ctx = NULL;
     }
     zkl_queue_fail_pending(&s->queue, rc);
+    atomic_store(&s->closing_rc, ZCLOSING);
     drop_all_routed_watches(s);
+}
+
+/* libzookeeper sends the close request (which ends the session on the server at once, its
+ * ephemeral nodes with it) only when no response is being processed; with ops in flight it
+ * just drops the connection and the session lingers until it times out.  So a connected
+ * session first lets its ops finish, for a bounded time, as kazoo's queued close would. */
+static void let_ops_in_flight_finish(zkl_session *s)
+{
+    if (!s->zh || s->state != ZKL_CONNECTED)
+        return;
+    int wait_ms = zoo_recv_timeout(s->zh) / 2;
+    if (wait_ms > STOP_DRAIN_MAX_MS)
+        wait_ms = STOP_DRAIN_MAX_MS;
+    zkl_queue_wait_idle(&s->queue, wait_ms);
 }
 
 int zkl_session_start(zkl_session *s)
@@ -160,10 +180,11 @@ void zkl_session_stop(zkl_session *s)
         return;
     s->stopped = 1;
     s->needs_open = 0;
+    let_ops_in_flight_finish(s);
     close_handle(s, ZCLOSING);
-    s->client_state = ZKL_CS_CLOSED;
-    if (s->state != ZKL_LOST) {
+    if (s->state != ZKL_LOST || s->client_state != ZKL_CS_CLOSED) {
         s->state = ZKL_LOST;
+        s->client_state = ZKL_CS_CLOSED;
         zkl_event *ev = new_state_event(s);
         if (ev)
             zkl_queue_push(&s->queue, ev);

@@ -5,6 +5,8 @@
 #ifndef ZKL_SESSION_PRIVATE_H
 #define ZKL_SESSION_PRIVATE_H
 
+#include <stdatomic.h>
+
 #include "queue.h"
 #include "session.h"
 #include "watch_routes.h"
@@ -33,6 +35,9 @@ struct zkl_session {
     unsigned generation;      /* bumped for every new zhandle */
     int stopped;
     int needs_open;           /* a new handle is owed (opening one failed) */
+    /* Why the owner is closing the handle: the library fails what it still holds with
+     * ZCLOSING, which completions report as this instead (ZSESSIONEXPIRED after an expiry). */
+    atomic_int closing_rc;
 
     zkl_state state;
     zkl_client_state client_state;

@@ -1,0 +1,255 @@
+-- A client on a 3-node ensemble: losing its server (stopped or frozen) suspends the connection
+-- and keeps the session; losing the quorum fails ops fast and recovers; acknowledged writes
+-- survive a node restart.
+local zklua = require "zklua"
+local core = require "zklua.core"
+local testing = require "zklua.testing"
+local errors = zklua.errors
+
+local function error_name(err)
+  return errors.is_error(err) and err.name or tostring(err)
+end
+
+-- Whether list holds the items of wanted in that order (other items may come between).
+local function in_order(list, wanted)
+  local i = 1
+  for _, item in ipairs(list) do
+    if item == wanted[i] then i = i + 1 end
+  end
+  return i > #wanted
+end
+
+-- Polls pred (which may talk to servers) until true; raises after timeout seconds.
+local function eventually(pred, timeout, what)
+  local deadline = core.monotonic() + timeout
+  while not pred() do
+    if core.monotonic() > deadline then
+      error("timed out after " .. timeout .. " s waiting for " .. what, 2)
+    end
+    testing.sleep(0.05)
+  end
+end
+
+describe("a client on a 3-node ensemble", function()
+  local ens
+  local clients
+
+  -- every node running, unfrozen and serving
+  local function heal()
+    for i = 1, 3 do
+      local node = ens:node(i)
+      if node.paused then node:resume() end
+    end
+    for i = 1, 3 do
+      local node = ens:node(i)
+      if not node:is_running() then node:start() end
+    end
+    eventually(function()
+      for i = 1, 3 do
+        local mode = ens:node(i):mode()
+        if mode ~= "leader" and mode ~= "follower" then return false end
+      end
+      return true
+    end, 30, "the ensemble to serve")
+  end
+
+  setup(function() ens = testing.ensemble(3) end)
+  teardown(function() if ens then ens:stop() end end)
+
+  before_each(function() clients = {} end)
+  after_each(function()
+    for _, c in ipairs(clients) do pcall(c.close, c) end
+    heal()
+  end)
+
+  local function started(opts)
+    local c = zklua.client(opts)
+    clients[#clients + 1] = c
+    c:start(30)
+    return c
+  end
+
+  -- The node zk is connected to: the one whose `cons` lists zk's session.
+  local function connected_node(zk)
+    local found
+    eventually(function()
+      local id = zk:client_id()
+      if not id then return false end
+      for i = 1, 3 do
+        local node = ens:node(i)
+        if node:is_running() and not node.paused then
+          local cons = core.four_letter("127.0.0.1", node.port, "cons", 1)
+          if cons and cons:find("sid=" .. id, 1, true) then
+            found = node
+            return true
+          end
+        end
+      end
+      return false
+    end, 10, "a node listing the client's session")
+    return found
+  end
+
+  local function recorder(zk)
+    local states = {}
+    zk:add_listener(function(state) states[#states + 1] = state end)
+    return states
+  end
+
+  it("keeps its session when its server stops: SUSPENDED, then CONNECTED elsewhere", function()
+    local zk = started{ hosts = ens.hosts, timeout = 10 }
+    local observer = started{ hosts = ens.hosts }
+    zk:create("/stop-eph", "mine", { ephemeral = true })
+    local id = zk:client_id()
+    local states = recorder(zk)
+    local node = connected_node(zk)
+
+    node:stop()
+    testing.wait_for(function() return in_order(states, { "SUSPENDED", "CONNECTED" }) end, 30,
+                     "SUSPENDED then CONNECTED")
+    assert.are_not.equal("LOST", states[1])
+    for _, s in ipairs(states) do assert.are_not.equal("LOST", s) end
+    assert.are.equal("CONNECTED", zk.state)
+    assert.are.equal(id, (zk:client_id()))
+    assert.are_not.equal(node, connected_node(zk))
+    -- the session's ephemeral node is still there and still its own
+    assert.are.equal(id, zk:exists("/stop-eph").owner_session_id)
+    assert.are.equal(id, observer:exists("/stop-eph").owner_session_id)
+    zk:set("/stop-eph", "still mine")
+    assert.are.equal("still mine", (observer:get("/stop-eph")))
+    node:start()
+  end)
+
+  it("keeps its session when its server freezes past the timeout", function()
+    local zk = started{ hosts = ens.hosts, timeout = 4 }
+    local observer = started{ hosts = ens.hosts }
+    zk:create("/pause-eph", "", { ephemeral = true })
+    local id = zk:client_id()
+    local states = recorder(zk)
+    local node = connected_node(zk)
+
+    node:pause() -- SIGSTOP: the socket stays open, nothing answers
+    local ok, err = pcall(testing.wait_for, function()
+      return in_order(states, { "SUSPENDED", "CONNECTED" })
+    end, 30, "SUSPENDED then CONNECTED")
+    node:resume()
+    assert(ok, err)
+    for _, s in ipairs(states) do assert.are_not.equal("LOST", s) end
+    assert.are.equal(id, (zk:client_id()))
+    assert.are.equal(id, zk:exists("/pause-eph").owner_session_id)
+    assert.are.equal(id, observer:exists("/pause-eph").owner_session_id)
+  end)
+
+  it("without a quorum fails ops fast, and works again once the quorum is back", function()
+    local zk = started{ hosts = ens.hosts, timeout = 2 }
+    zk:create("/quorum-eph", "", { ephemeral = true })
+    zk:ensure_path("/quorum-data")
+    local id = zk:client_id()
+    local states = recorder(zk)
+    local keep = connected_node(zk)
+    local lost = {}
+    for i = 1, 3 do
+      if ens:node(i) ~= keep then lost[#lost + 1] = ens:node(i) end
+    end
+    for _, node in ipairs(lost) do node:kill() end
+
+    -- the node left notices it has no quorum and stops serving
+    eventually(function() return keep:mode() == nil end, 20, "the last node to stop serving")
+    testing.wait_for(function() return zk.state ~= "CONNECTED" end, 20, "the client to notice")
+    assert.is_truthy(in_order(states, { "SUSPENDED" }), table.concat(states, " "))
+    assert.is_false(zk.connected)
+
+    -- ops fail (they do not hang) with connection errors, reads and writes alike
+    local function fails_fast(fn, ...)
+      local t0 = core.monotonic()
+      local ok, err = pcall(fn, ...)
+      assert.is_true(core.monotonic() - t0 < 15, "an op hung without a quorum")
+      assert.is_false(ok, "an op succeeded without a quorum")
+      local name = error_name(err)
+      assert.is_truthy(name == "ConnectionLoss" or name == "OperationTimeoutError",
+                       "op failed with " .. name)
+    end
+    fails_fast(zk.exists, zk, "/quorum-data")
+    fails_fast(zk.set, zk, "/quorum-data", "no quorum")
+    fails_fast(zk.create, zk, "/quorum-new", "")
+    local futures = {}
+    for i = 1, 20 do futures[i] = zk:get_async("/quorum-data") end
+    for _, f in ipairs(futures) do
+      assert.is_true(f:wait(15), "an async op never resolved without a quorum")
+      assert.is_false(f:successful())
+      local name = error_name(f.exception)
+      assert.is_truthy(name == "ConnectionLoss" or name == "OperationTimeoutError", name)
+    end
+
+    -- past the session timeout the client is still not connected
+    testing.sleep(2 * zk._timeout)
+    assert.are_not.equal("CONNECTED", zk.state)
+
+    for _, node in ipairs(lost) do node:start() end
+    testing.wait_for(function() return zk.state == "CONNECTED" end, 30, "CONNECTED again")
+    local new_id = zk:client_id()
+    if new_id == id then
+      -- kazoo's usual outcome: the restored quorum revalidated the session
+      for _, s in ipairs(states) do assert.are_not.equal("LOST", s) end
+      assert.are.equal(id, zk:exists("/quorum-eph").owner_session_id)
+    else
+      -- the session expired meanwhile: LOST came before CONNECTED, the ephemeral went
+      assert.is_true(in_order(states, { "SUSPENDED", "LOST", "CONNECTED" }),
+                     table.concat(states, " "))
+      assert.is_nil(zk:exists("/quorum-eph"))
+    end
+    zk:set("/quorum-data", "quorum back")
+    assert.are.equal("quorum back", (zk:get("/quorum-data")))
+  end)
+
+  it("every write acknowledged before a node restart is readable after it", function()
+    local zk = started{ hosts = ens.hosts, timeout = 10 }
+    zk:ensure_path("/ledger")
+    local futures = {}
+    for i = 1, 150 do
+      futures[#futures + 1] = { kind = "create", path = string.format("/ledger/e%03d", i),
+                                value = "entry " .. i }
+      futures[#futures].future = zk:create_async(futures[#futures].path, futures[#futures].value)
+    end
+    for i = 1, 50 do
+      futures[#futures + 1] = { kind = "set", value = "balance " .. i,
+                                future = zk:set_async("/ledger", "balance " .. i) }
+    end
+    local acked_creates, last_set, sets = {}, nil, 0
+    for _, entry in ipairs(futures) do
+      assert.is_true(entry.future:wait(30), "a write never resolved")
+      assert.is_true(entry.future:successful(), error_name(entry.future.exception))
+      if entry.kind == "create" then
+        acked_creates[#acked_creates + 1] = entry
+      else
+        sets = sets + 1
+        last_set = entry.value
+      end
+    end
+    assert.are.equal(150, #acked_creates)
+    assert.are.equal(50, sets)
+
+    -- restart the leader: an election follows, the old leader rejoins as a follower
+    local leader = assert(ens:leader(), "no leader")
+    leader:stop()
+    leader:start()
+
+    local function check(client, where)
+      local children = client:get_children("/ledger")
+      assert.are.equal(150, #children, where)
+      for _, entry in ipairs(acked_creates) do
+        local value = client:get(entry.path)
+        assert.are.equal(entry.value, value, where .. " " .. entry.path)
+      end
+      local data, stat = client:get("/ledger")
+      assert.are.equal(last_set, data, where)
+      assert.are.equal(50, stat.version, where)
+    end
+    -- read from the restarted node itself, and through the original client
+    local direct = started{ hosts = leader.hosts, timeout = 10 }
+    check(direct, "on the restarted node")
+    testing.wait_for(function() return zk.state == "CONNECTED" end, 30, "the client")
+    check(zk, "through the first client")
+    zk:delete("/ledger", nil, true)
+  end)
+end)
