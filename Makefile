@@ -9,7 +9,7 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
 LDLIBS   += -lzookeeper_mt -lpthread
 PREFIX   ?= /usr/local
 
-CORE_SRC := $(wildcard src/core/*.c)
+CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)

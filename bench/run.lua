@@ -1,5 +1,6 @@
 --- bench/run.lua — `make bench`: raw C, zklua and kazoo doing the same work against one
--- throwaway server, in one run, reported side by side with zklua's ratios.
+-- throwaway server, in one run, reported side by side with zklua's ratios.  Two tables:
+-- client operations (C, zklua, kazoo) and the Lock recipe (zklua, kazoo).
 --
 -- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
 -- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
@@ -31,13 +32,26 @@ local CLIENTS = {
   { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_bench.py" },
 }
 
-local function run_client(client, hosts)
-  local out, ok = shell(client.cmd .. " " .. hosts .. " " .. table.concat(COUNTS, " "))
-  assert(ok, client.name .. " benchmark failed:\n" .. out)
+local LOCK_CLIENTS = {
+  { name = "zklua", cmd = "./zklua bench/lock_bench.lua" },
+  { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_lock_bench.py" },
+}
+
+local function parse_results(out)
   local results = {}
-  for name, cpu, ops_s in out:gmatch("RESULT (%S+) ops=%d+ seconds=%S+ cpu_us_per_op=(%S+) ops_per_s=(%S+)") do
-    results[name] = { ops_s = tonumber(ops_s), cpu = tonumber(cpu) }
+  for name, fields in out:gmatch("RESULT (%S+) ([^\n]*)") do
+    local r = {}
+    for k, v in fields:gmatch("(%w+)=(%S+)") do r[k] = tonumber(v) end
+    results[name] = r
   end
+  return results
+end
+
+local function run_client(client, hosts, args)
+  local out, ok = shell(client.cmd .. " " .. hosts .. " " .. (args or table.concat(COUNTS, " ")))
+  assert(ok, client.name .. " benchmark failed:\n" .. out)
+  local results = parse_results(out)
+  for _, r in pairs(results) do r.ops_s, r.cpu = r.ops_per_s, r.cpu_us_per_op end
   return results
 end
 
@@ -61,6 +75,8 @@ for _, c in ipairs(CLIENTS) do
   samples[c.name] = {}
   for _, w in ipairs(WORKLOADS) do samples[c.name][w] = { ops_s = {}, cpu = {} } end
 end
+local lock_samples = {} -- lock_samples[client] = { cycles = {...}, p50 = {...}, p99 = {...} }
+for _, c in ipairs(LOCK_CLIENTS) do lock_samples[c.name] = { cycles = {}, p50 = {}, p99 = {} } end
 for round = 1, ROUNDS do
   for _, c in ipairs(CLIENTS) do
     io.stderr:write(string.format("round %d/%d: %s\n", round, ROUNDS, c.name))
@@ -70,6 +86,15 @@ for round = 1, ROUNDS do
       table.insert(samples[c.name][w].ops_s, r.ops_s)
       table.insert(samples[c.name][w].cpu, r.cpu)
     end
+  end
+  for _, c in ipairs(LOCK_CLIENTS) do
+    io.stderr:write(string.format("round %d/%d: %s Lock\n", round, ROUNDS, c.name))
+    local results = run_client(c, server.hosts, "")
+    local cycles = assert(results.lock_cycles, c.name .. " reported no lock_cycles")
+    local handoff = assert(results.lock_handoff, c.name .. " reported no lock_handoff")
+    table.insert(lock_samples[c.name].cycles, cycles.ops_per_s)
+    table.insert(lock_samples[c.name].p50, handoff.p50_ms)
+    table.insert(lock_samples[c.name].p99, handoff.p99_ms)
   end
 end
 server:stop()
@@ -87,6 +112,16 @@ for _, w in ipairs(WORKLOADS) do
     w, m.C.ops_s, m.zklua.ops_s, m.kazoo.ops_s, m.zklua.ops_s / m.C.ops_s,
     m.zklua.ops_s / m.kazoo.ops_s, m.C.cpu, m.zklua.cpu, m.kazoo.cpu, m.zklua.cpu / m.C.cpu)
 end
+lines[#lines + 1] = ""
+lines[#lines + 1] = "| Lock | zklua | kazoo | zklua/kazoo |"
+lines[#lines + 1] = "|---|---:|---:|---:|"
+local z, k = lock_samples.zklua, lock_samples.kazoo
+local zc, kc = median(z.cycles), median(k.cycles)
+lines[#lines + 1] = string.format("| uncontended acquire+release cycles/s | %.0f | %.0f | %.2f |", zc, kc, zc / kc)
+local z50, k50 = median(z.p50), median(k.p50)
+lines[#lines + 1] = string.format("| hand-off p50 ms (10 waiters) | %.2f | %.2f | %.2f |", z50, k50, z50 / k50)
+local z99, k99 = median(z.p99), median(k.p99)
+lines[#lines + 1] = string.format("| hand-off p99 ms (10 waiters) | %.2f | %.2f | %.2f |", z99, k99, z99 / k99)
 local table_text = table.concat(lines, "\n")
 print(table_text)
 
@@ -97,7 +132,9 @@ if doc then
     "One throwaway standalone ZooKeeper 3.8.0 server on loopback (the project's harness) ",
     "served all clients, which took turns; each figure is the median of ", ROUNDS, " rounds.\n",
     "Work per round: ", COUNTS[1], " pipelined async gets, ", COUNTS[2], " sync gets, ",
-    COUNTS[3], " sync creates (64-byte and 16-byte values).\n",
+    COUNTS[3], " sync creates (64-byte and 16-byte values); for the Lock, uncontended ",
+    "acquire+release cycles and the hand-off latency from one holder's release() to the next ",
+    "holder's acquire() returning, with 10 waiting processes.\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",

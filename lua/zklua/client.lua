@@ -99,6 +99,7 @@ function Client.new(arg)
     _pending = {},   -- op id -> future
     _watchers = {},  -- op id -> watch function
     _listeners = {},
+    _notify_targets = setmetatable({}, { __mode = "v" }), -- recipe id -> its Lua object
     _stopped = true,
     _has_auth = opts.auth_data ~= nil and #opts.auth_data > 0,
   }, Client)
@@ -172,6 +173,9 @@ function Client:_handle(kind, a, b, c, d, e)
     self:_fire_watch(a, b, c, d)
   elseif kind == "state" then
     self:_change_state(a, b)
+  elseif kind == "notify" then
+    local target = self._notify_targets[a]
+    if target then target:_notified(b) end
   else
     return false
   end
@@ -556,6 +560,27 @@ end
 
 function Client:ChildrenWatch(path, fn, opts)
   return require("zklua.watchers").ChildrenWatch(self, path, fn, opts)
+end
+
+--- Routes a C recipe's notify events (id) to its Lua object's :_notified(code), while
+-- the object lives (the table holds it weakly).
+function Client:_add_notify_target(id, object)
+  self._notify_targets[id] = object
+end
+
+--- A kazoo Lock (zklua.recipes.lock): exclusive.
+function Client:Lock(path, identifier)
+  return require("zklua.recipes.lock").Lock(self, path, identifier)
+end
+
+--- A kazoo ReadLock: shared with other readers, excluded by writers queued before it.
+function Client:ReadLock(path, identifier)
+  return require("zklua.recipes.lock").ReadLock(self, path, identifier)
+end
+
+--- A kazoo WriteLock: exclusive (the same nodes as Lock).
+function Client:WriteLock(path, identifier)
+  return require("zklua.recipes.lock").WriteLock(self, path, identifier)
 end
 
 Client.__name = "zklua.Client"

@@ -17,6 +17,7 @@
 #include "../core/path.h"
 #include "compat.h"
 #include "convert.h"
+#include "lock_binding.h"
 #include "session_binding.h"
 #include "zklua_version.h"
 
@@ -164,6 +165,7 @@ int luaopen_zklua_core(lua_State *L)
     luaL_setfuncs(L, core_functions, 0);
     zkl_register_stat_constructor(L);
     zkl_register_session(L);
+    zkl_register_lock(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

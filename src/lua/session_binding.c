@@ -34,6 +34,12 @@ static zkl_session *check_session(lua_State *L)
     return box->session;
 }
 
+zkl_session *const *zkl_lua_session_slot(lua_State *L, int idx)
+{
+    session_box *box = luaL_checkudata(L, idx, SESSION_METATABLE);
+    return &box->session;
+}
+
 static int optional_int(lua_State *L, int idx, int fallback)
 {
     return (int)luaL_optinteger(L, idx, fallback);

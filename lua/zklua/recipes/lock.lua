@@ -1,0 +1,276 @@
+--- zklua.recipes.lock — kazoo's Lock, WriteLock and ReadLock.
+--
+--   local lock = zk:Lock("/app/lock", "worker-1")
+--   if lock:acquire(true, 5) then ... lock:release() end   -- LockTimeout after 5 s
+--   lock:with(function() ... end)                          -- released even on error
+--   lock:on_lost(function(l) ... end)                       -- the session expired
+--
+-- The state machine is C (src/recipes/lock.c): nodes, ordering and retries are kazoo's, so
+-- kazoo and zklua processes share a lock path.  Lock and WriteLock take `__lock__` nodes and
+-- wait for every contender before them; ReadLock takes `__rlock__` nodes and waits only for
+-- the `__lock__` nodes before it (readers share).  Waiting uses the client's handler, so
+-- watch callbacks and other clients keep running meanwhile.
+--
+-- * acquire(blocking = true, timeout = nil, ephemeral = true) -> true, or false when
+--   non-blocking and held elsewhere or when cancel() came; raises LockTimeout (its node
+--   deleted) when timeout seconds pass; a ZooKeeper error that retries cannot fix is raised
+--   (after its node is deleted).  The timeout never ends an acquire before it has looked at
+--   the contenders once, unless the connection is down.  Not re-entrant: acquiring a held
+--   lock raises.  cancel() with no acquire under way cancels the next one (as kazoo).
+-- * SUSPENDED (connection lost, session alive): a holder keeps the lock (is_acquired stays
+--   true, as kazoo); an acquire waits for the reconnection and goes on.
+-- * LOST (session expired): an ephemeral holder's node is gone: is_acquired becomes false and
+--   every on_lost(fn) callback runs fn(lock).  An acquire under way starts again on the new
+--   session.  Persistent locks (ephemeral = false) survive an expiry.  stop() is a LOST too.
+-- * fencing_token: the czxid of the holder's node, a number that grows with every new holder
+--   of the path (nil when not held).
+-- * release() waits for the delete.  While disconnected it waits at most a session timeout:
+--   then an ephemeral lock counts as released (the node goes with the session, or is deleted
+--   in the background once reconnected); a persistent one raises ConnectionLoss.
+-- * A lock collected while held keeps its node until the session ends (as kazoo); one
+--   collected during an acquire deletes its node in the background.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+
+local recipes = {}
+
+local NOTIFY_LOST = 1
+
+local Lock = { __name = "zklua.Lock" }
+
+local fields = {
+  is_acquired = function(self) return self._lock:is_held() end,
+  fencing_token = function(self) return self._lock:fencing_token() end,
+  node = function(self) return self._lock:node() end,
+}
+
+function Lock.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return Lock[key]
+end
+
+function Lock.__tostring(self)
+  return string.format("zklua.%s(%s, %s)", self._class, self.path,
+                       self._lock:is_held() and "held" or self._lock:phase())
+end
+
+local function join(path, name)
+  return path == "/" and "/" .. name or path .. "/" .. name
+end
+
+local function usable(client, fname)
+  if not client._session or client._stopped then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
+                 (client._session and "not started" or "closed"))
+  end
+  return client._session
+end
+
+local function flag(fname, value, argument, default)
+  if value == nil then return default end
+  return check.flag(fname, value, argument)
+end
+
+local function new(class, kind, client, path, identifier)
+  local fname = class
+  check.path(fname, path)
+  if identifier ~= nil and type(identifier) ~= "string" then
+    check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
+               type(identifier) .. ")")
+  end
+  local data = check.value(fname, identifier, path, "identifier")
+  local session = usable(client, fname)
+  local ud = core.lock(session, path, data, kind, client._default_acl)
+  local self = setmetatable({ client = client, path = path, identifier = identifier,
+                              data = data, prefix = ud:prefix(), _class = class, _lock = ud,
+                              _lost_callbacks = {} }, Lock)
+  self.create_path = join(path, self.prefix)
+  client:_add_notify_target(ud:id(), self)
+  return self
+end
+
+-- Waits until the C lock has decided (true), or the time is up (false).
+local function wait_decided(self, deadline)
+  local ud, client, handler = self._lock, self.client, self.client.handler
+  local function decided() return ud:phase() ~= "acquiring" end
+  while true do
+    local remaining = deadline and math.max(deadline - core.monotonic(), 0)
+    if handler.wait(decided, remaining) then return true end
+    if ud:checked() or client.state ~= "CONNECTED" then return false end
+    -- time is up before the first look at the contenders: let that round trip finish
+    handler.wait(function()
+      return decided() or ud:checked() or client.state ~= "CONNECTED"
+    end)
+  end
+end
+
+-- Waits while an unsuccessful acquire deletes its node (kazoo's best-effort clean-up): done
+-- when deleted, or at once when disconnected (the C lock finishes it after reconnecting).
+local function wait_cleanup(self)
+  local ud, client = self._lock, self.client
+  client.handler.wait(function()
+    return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
+  end)
+end
+
+local function timeout_error(self, timeout)
+  errors.raise(errors.LockTimeout, string.format("failed to acquire lock on %s after %s seconds",
+               self.path, tostring(timeout)), self.path)
+end
+
+--- acquire(blocking = true, timeout = nil, ephemeral = true) -> true | false
+function Lock:acquire(blocking, timeout, ephemeral)
+  blocking = flag("acquire", blocking, "blocking", true)
+  timeout = check.timeout("acquire", timeout)
+  ephemeral = flag("acquire", ephemeral, "ephemeral", true)
+  usable(self.client, "acquire")
+  local ud = self._lock
+  local phase = ud:phase()
+  if phase == "held" or phase == "releasing" then
+    errors.raise(errors.KazooException, "acquire: " .. self.path ..
+                 " is already acquired by this lock (locks are not re-entrant)", self.path)
+  elseif phase == "acquiring" then
+    errors.raise(errors.KazooException, "acquire: an acquire of this lock is already under way",
+                 self.path)
+  end
+  local deadline = timeout and core.monotonic() + timeout
+  if phase == "abandoning" then -- an earlier attempt still deletes its node
+    local gone = self.client.handler.wait(function() return ud:phase() ~= "abandoning" end,
+                                          timeout)
+    if not gone then timeout_error(self, timeout) end
+  end
+  self._ephemeral = ephemeral
+  local started, why = ud:acquire(blocking, ephemeral)
+  if not started then
+    errors.raise(errors.ConnectionClosedError, "acquire: cannot start (" .. why .. ")", self.path)
+  end
+  local ok, decided = pcall(wait_decided, self, deadline)
+  if not ok then -- interrupted (an error in the wait): abandon the attempt in the background
+    ud:give_up()
+    error(decided, 0)
+  end
+  if not decided then ud:give_up() end
+  local outcome, rc = ud:outcome()
+  if outcome == "got" then return true end
+  wait_cleanup(self)
+  if outcome == "busy" or outcome == "cancelled" then return false end
+  if outcome == "gave_up" then timeout_error(self, timeout) end
+  if outcome == "pending" then -- the client was closed under the wait
+    errors.raise(errors.ConnectionClosedError, "acquire: the client was closed", self.path)
+  end
+  error(errors.from_code(rc, self.path), 0)
+end
+
+-- Waits for the delete of a release: true once done; false after a whole session timeout
+-- without a connection (by then the server has expired an ephemeral node, or the C lock
+-- deletes it as soon as it reconnects).
+local function wait_released(self)
+  local ud, client, handler = self._lock, self.client, self.client.handler
+  local function done() return ud:phase() ~= "releasing" end
+  while not done() do
+    if client.state == "CONNECTED" then
+      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
+    else
+      local limit = math.max(client:session_timeout(), client._timeout)
+      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
+        return false
+      end
+    end
+  end
+  return true
+end
+
+--- release() -> true if the lock was held.  Returns once its node is deleted; while
+-- disconnected it waits at most a session timeout, then an ephemeral lock counts as
+-- released (the node is deleted in the background once reconnected, or expires with the
+-- session) and a persistent one raises ConnectionLoss (still held, still being released).
+function Lock:release()
+  local ud = self._lock
+  local phase = ud:phase()
+  if phase == "held" then
+    ud:release()
+  elseif phase ~= "releasing" then
+    return false
+  end
+  if not wait_released(self) then
+    if self._ephemeral ~= false then
+      ud:release_in_background()
+      return true
+    end
+    errors.raise(errors.ConnectionLoss, "release: no connection for a session timeout; " ..
+                 "the node is deleted once reconnected", self.path)
+  end
+  if ud:phase() == "held" then
+    error(errors.from_code(ud:release_rc(), self.path), 0)
+  end
+  return true
+end
+
+--- Ends an acquire under way (it returns false); with none under way, the next acquire.
+function Lock:cancel()
+  self._lock:cancel()
+end
+
+--- The identifiers of the contenders (each node's data), in lock order.
+function Lock:contenders()
+  local client = self.client
+  usable(client, "contenders")
+  client:ensure_path(self.path)
+  local names = core.lock_contenders(client:get_children(self.path))
+  local futures = {}
+  for i, name in ipairs(names) do futures[i] = client:get_async(join(self.path, name)) end
+  local identifiers = {}
+  for _, f in ipairs(futures) do
+    local ok, data = pcall(f.get, f)
+    if ok then
+      identifiers[#identifiers + 1] = data
+    elseif not errors.is(data, errors.NoNodeError) then -- a contender left meanwhile: skipped
+      error(data, 0)
+    end
+  end
+  return identifiers
+end
+
+--- Acquires, calls fn(...), releases (even when fn raises) and returns fn's results.
+function Lock:with(fn, ...)
+  if type(fn) ~= "function" then check.fail("with", "fn", "fn must be a function") end
+  self:acquire()
+  local results = table.pack(pcall(fn, ...))
+  local released, err = pcall(self.release, self)
+  if not results[1] then error(results[2], 0) end
+  if not released then error(err, 0) end
+  return table.unpack(results, 2, results.n)
+end
+
+--- fn(lock) runs when the session expired while the lock was held (it is no longer held).
+function Lock:on_lost(fn)
+  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
+  self._lost_callbacks[#self._lost_callbacks + 1] = fn
+  return fn
+end
+
+function Lock:_notified(code)
+  if code ~= NOTIFY_LOST then return end
+  for _, fn in ipairs(self._lost_callbacks) do
+    local ok, err = pcall(fn, self)
+    if not ok then self.client:_log("error", "error in lock on_lost callback: " .. tostring(err)) end
+  end
+end
+
+function recipes.Lock(client, path, identifier)
+  return new("Lock", "exclusive", client, path, identifier)
+end
+
+function recipes.WriteLock(client, path, identifier)
+  return new("WriteLock", "exclusive", client, path, identifier)
+end
+
+function recipes.ReadLock(client, path, identifier)
+  return new("ReadLock", "shared", client, path, identifier)
+end
+
+recipes.class = Lock
+
+return recipes

@@ -1,0 +1,271 @@
+/*
+ * lock_binding.c — the zklua.core lock userdata: a thin wrapper over src/recipes/lock.c.
+ *
+ *   core.lock(session, path, identifier, "exclusive" | "shared", acl) -> lock
+ *   lock:acquire(blocking, ephemeral) -> true, or nil and "held" | "busy" | "closed"
+ *   lock:release() -> true when a release started (it was held)
+ *   lock:release_in_background(): stop counting a release under way as held
+ *   lock:cancel(), lock:give_up()
+ *   lock:phase() -> "idle" | "acquiring" | "held" | "releasing" | "abandoning"
+ *   lock:outcome() -> "pending" | "got" | "busy" | "cancelled" | "gave_up" | "failed", rc
+ *   lock:release_rc(), lock:checked(), lock:is_held(), lock:node(), lock:prefix(),
+ *   lock:fencing_token(), lock:id(), lock:inflight()
+ *   core.lock_contenders({child, ...}) -> the contender names among them, in lock order
+ *
+ * The recipe's logic is in lock.c; lua/zklua/recipes/lock.lua waits, times out and talks to
+ * the user.  SUSPENDED changes nothing here (a holder stays held, an acquire waits).  LOST is
+ * seen by the C lock itself: a holder's phase turns idle, and it queues a notify event
+ * (ZKL_LOCK_NOTIFY_LOST, target lock:id()) that the client hands to the Lua object, which runs
+ * the on_lost callbacks; no Lua is ever called from C.  The userdata keeps its session's userdata as a
+ * user value, so the session outlives the lock's memory; once the session is closed the lock
+ * is told to forget it (it delivered everything before it went).  Collecting a lock frees it
+ * with zkl_lock_free(): an acquire under way is abandoned in the background.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "../recipes/lock.h"
+#include "convert.h"
+#include "lock_binding.h"
+#include "session_binding.h"
+
+static const char LOCK_METATABLE[] = "zklua.core.Lock";
+
+typedef struct {
+    zkl_lock *lock;
+    zkl_session *const *slot; /* the session userdata's slot; NULL once the session went */
+} lock_box;
+
+/* The lock of the userdata at idx 1, told to forget a session that was closed meanwhile. */
+static zkl_lock *check_lock(lua_State *L)
+{
+    lock_box *box = luaL_checkudata(L, 1, LOCK_METATABLE);
+    if (!box->lock)
+        luaL_error(L, "the lock is freed");
+    if (box->slot && *box->slot == NULL) {
+        zkl_lock_forget_session(box->lock);
+        box->slot = NULL;
+    }
+    return box->lock;
+}
+
+static void keep_session(lua_State *L, int session_idx)
+{
+    lua_pushvalue(L, session_idx);
+#if LUA_VERSION_NUM >= 502
+    lua_setiuservalue(L, -2, 1);
+#else
+    lua_createtable(L, 1, 0); /* LuaJIT: the environment table holds it */
+    lua_insert(L, -2);
+    lua_rawseti(L, -2, 1);
+    lua_setfenv(L, -2);
+#endif
+}
+
+/* core.lock(session, path, identifier, kind, acl) */
+static int lock_new(lua_State *L)
+{
+    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
+    if (!*slot)
+        return luaL_error(L, "the session is closed");
+    const char *path = luaL_checkstring(L, 2);
+    size_t len = 0;
+    const char *data = luaL_optlstring(L, 3, "", &len);
+    if (len > 0x7fffffff)
+        return luaL_argerror(L, 3, "identifier too large");
+    static const char *const kinds[] = {"exclusive", "shared", NULL};
+    zkl_lock_kind kind = luaL_checkoption(L, 4, "exclusive", kinds) == 1 ? ZKL_LOCK_SHARED
+                                                                         : ZKL_LOCK_EXCLUSIVE;
+    const struct ACL_vector *acl = NULL;
+    if (!lua_isnoneornil(L, 5))
+        acl = zkl_check_acl_list(L, 5, "acl");
+    lock_box *box = lua_newuserdatauv(L, sizeof *box, 1);
+    box->lock = NULL;
+    box->slot = NULL;
+    luaL_setmetatable(L, LOCK_METATABLE);
+    keep_session(L, 1);
+    box->lock = zkl_lock_new(*slot, path, data, (int)len, kind, acl);
+    if (!box->lock)
+        return luaL_error(L, "cannot make a lock: %s", strerror(errno));
+    box->slot = slot;
+    return 1;
+}
+
+static int lock_acquire(lua_State *L) /* acquire(blocking, ephemeral) */
+{
+    zkl_lock *l = check_lock(L);
+    if (zkl_lock_acquire(l, lua_toboolean(L, 2), lua_toboolean(L, 3)) == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, errno == EISCONN ? "held" : errno == EALREADY ? "busy" : "closed");
+    return 2;
+}
+
+static int lock_release(lua_State *L)
+{
+    lua_pushboolean(L, zkl_lock_release(check_lock(L)));
+    return 1;
+}
+
+static int lock_release_in_background(lua_State *L)
+{
+    zkl_lock_release_in_background(check_lock(L));
+    return 0;
+}
+
+static int lock_cancel(lua_State *L)
+{
+    zkl_lock_cancel(check_lock(L));
+    return 0;
+}
+
+static int lock_give_up(lua_State *L)
+{
+    zkl_lock_give_up(check_lock(L));
+    return 0;
+}
+
+static int lock_phase(lua_State *L)
+{
+    static const char *const names[] = {"idle", "acquiring", "held", "releasing", "abandoning"};
+    zkl_lock_phase phase = zkl_lock_phase_of(check_lock(L));
+    lua_pushstring(L, names[phase]);
+    return 1;
+}
+
+static int lock_outcome(lua_State *L)
+{
+    static const char *const names[] = {"pending", "got", "busy", "cancelled", "gave_up",
+                                        "failed"};
+    int rc;
+    zkl_lock_outcome outcome = zkl_lock_outcome_of(check_lock(L), &rc);
+    lua_pushstring(L, names[outcome]);
+    lua_pushinteger(L, rc);
+    return 2;
+}
+
+static int lock_release_rc(lua_State *L)
+{
+    lua_pushinteger(L, zkl_lock_release_rc(check_lock(L)));
+    return 1;
+}
+
+static int lock_checked(lua_State *L)
+{
+    lua_pushboolean(L, zkl_lock_checked(check_lock(L)));
+    return 1;
+}
+
+static int lock_is_held(lua_State *L)
+{
+    lua_pushboolean(L, zkl_lock_is_held(check_lock(L)));
+    return 1;
+}
+
+static int lock_node(lua_State *L)
+{
+    const char *node = zkl_lock_node(check_lock(L));
+    if (!node)
+        return 0;
+    lua_pushstring(L, node);
+    return 1;
+}
+
+static int lock_prefix(lua_State *L)
+{
+    lua_pushstring(L, zkl_lock_prefix(check_lock(L)));
+    return 1;
+}
+
+static int lock_fencing_token(lua_State *L)
+{
+    int64_t token;
+    if (zkl_lock_fencing_token(check_lock(L), &token) != 0)
+        return 0;
+    lua_pushinteger(L, (lua_Integer)token);
+    return 1;
+}
+
+static int lock_id(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_lock_id(check_lock(L)));
+    return 1;
+}
+
+static int lock_inflight(lua_State *L)
+{
+    lua_pushinteger(L, zkl_lock_inflight(check_lock(L)));
+    return 1;
+}
+
+static int lock_gc(lua_State *L)
+{
+    lock_box *box = luaL_checkudata(L, 1, LOCK_METATABLE);
+    if (!box->lock)
+        return 0;
+    if (box->slot && *box->slot == NULL)
+        zkl_lock_forget_session(box->lock);
+    zkl_lock_free(box->lock);
+    box->lock = NULL;
+    box->slot = NULL;
+    return 0;
+}
+
+/* core.lock_contenders(names) -> the contenders among names, in lock order */
+static int lock_contenders(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)lua_rawlen(L, 1);
+    const char **names = lua_newuserdatauv(L, sizeof *names * (size_t)(n > 0 ? n : 1), 0);
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, i + 1);
+        names[i] = lua_tostring(L, -1); /* the table keeps the string alive */
+        lua_pop(L, 1);
+        if (!names[i])
+            return luaL_argerror(L, 1, "children must be strings");
+    }
+    int count = zkl_lock_sort_contenders(names, n);
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static const luaL_Reg lock_methods[] = {
+    {"acquire", lock_acquire},
+    {"release", lock_release},
+    {"release_in_background", lock_release_in_background},
+    {"cancel", lock_cancel},
+    {"give_up", lock_give_up},
+    {"phase", lock_phase},
+    {"outcome", lock_outcome},
+    {"release_rc", lock_release_rc},
+    {"checked", lock_checked},
+    {"is_held", lock_is_held},
+    {"node", lock_node},
+    {"prefix", lock_prefix},
+    {"fencing_token", lock_fencing_token},
+    {"id", lock_id},
+    {"inflight", lock_inflight},
+    {NULL, NULL},
+};
+
+void zkl_register_lock(lua_State *L)
+{
+    if (luaL_newmetatable(L, LOCK_METATABLE)) {
+        lua_newtable(L);
+        luaL_setfuncs(L, lock_methods, 0);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, lock_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, lock_new);
+    lua_setfield(L, -2, "lock");
+    lua_pushcfunction(L, lock_contenders);
+    lua_setfield(L, -2, "lock_contenders");
+}

@@ -1,0 +1,107 @@
+/*
+ * lock.h — kazoo's Lock, WriteLock and ReadLock as a C state machine (no Lua here).
+ *
+ * Layout (kazoo 2.8, shared with kazoo processes): the contender node is
+ * <path>/<uuid4 hex>__lock__<seq> (ReadLock: __rlock__), EPHEMERAL|SEQUENTIAL unless acquired
+ * with ephemeral = 0, holding the identifier.  Contenders are the children whose names end in
+ * (__lock__|__rlock__)-?<10 digits>, sorted by that suffix bytewise.  An exclusive contender
+ * (Lock, WriteLock) is blocked by every lower contender; a shared one (ReadLock) only by lower
+ * __lock__ nodes.  A blocked contender watches the NEAREST lower blocking node and checks
+ * again when it goes (no herd, and no kazoo #649).
+ *
+ * Everything runs on the session's owner thread: ops are submitted with a route and their
+ * results (and watches) come back inside zkl_session_next().  The owner drives the lock with
+ * acquire/release/cancel/give_up and reads its phase; it waits (and times out) itself.
+ *
+ * Guarantees:
+ * - One contender node per lock at most: a create whose reply was lost (connection loss) is
+ *   looked up by its uuid prefix before another create (kazoo's create_tried).
+ * - Connection loss or an operation timeout during any step: the step is repeated once the
+ *   session is CONNECTED again.  SUSPENDED changes nothing else: a holder keeps the lock
+ *   (as kazoo), an acquire waits for the reconnection.
+ * - LOST (session expired): an ephemeral holder's node is gone, so it is no longer held; the
+ *   owner is told with zkl_session_notify(s, zkl_lock_id(l), ZKL_LOCK_NOTIFY_LOST).  A
+ *   persistent holder (ephemeral = 0) keeps the lock.  An acquire in progress starts again on
+ *   the new session.  A release or a clean-up in progress finishes (the ephemeral node is gone).
+ * - The session stopped (ZCLOSING): an acquire fails with ZCLOSING; an ephemeral holder is no
+ *   longer held (and the owner is notified).
+ * - The fencing token is the czxid of the holder's own node: it grows with every new holder.
+ * - zkl_lock_free() with work in flight leaves the lock allocated ("orphaned") until every
+ *   routed op and watch came back; an orphaned acquire is abandoned (its node deleted).  A
+ *   held lock dropped without release keeps its node until the session ends (as kazoo).
+ */
+#ifndef ZKL_LOCK_H
+#define ZKL_LOCK_H
+
+#include <stdint.h>
+
+#include "../core/session.h"
+
+typedef struct zkl_lock zkl_lock;
+
+typedef enum {
+    ZKL_LOCK_EXCLUSIVE = 0, /* Lock and WriteLock: __lock__ nodes */
+    ZKL_LOCK_SHARED = 1     /* ReadLock: __rlock__ nodes */
+} zkl_lock_kind;
+
+typedef enum {
+    ZKL_LOCK_IDLE = 0,    /* not held, nothing under way */
+    ZKL_LOCK_ACQUIRING,   /* an acquire is under way */
+    ZKL_LOCK_HELD,
+    ZKL_LOCK_RELEASING,   /* deleting the node after release (still counts as held) */
+    ZKL_LOCK_ABANDONING   /* deleting the node of an acquire that did not succeed */
+} zkl_lock_phase;
+
+/* How the last acquire ended (valid once the phase left ACQUIRING). */
+typedef enum {
+    ZKL_LOCK_PENDING = 0,  /* no acquire yet, or still under way */
+    ZKL_LOCK_GOT,          /* acquired */
+    ZKL_LOCK_BUSY,         /* non-blocking acquire found another holder */
+    ZKL_LOCK_CANCELLED,    /* zkl_lock_cancel() */
+    ZKL_LOCK_GAVE_UP,      /* zkl_lock_give_up() (the owner's timeout) */
+    ZKL_LOCK_FAILED        /* a ZooKeeper error that retrying cannot fix: see rc */
+} zkl_lock_outcome;
+
+enum { ZKL_LOCK_NOTIFY_LOST = 1 }; /* the notify code: the holder lost the lock */
+
+/* A lock on path (checked by the caller) whose contender node holds data.  acl NULL: open.
+ * NULL when out of memory or when no random uuid could be read (errno set). */
+zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int len,
+                       zkl_lock_kind kind, const struct ACL_vector *acl);
+/* The owner lets go: see "orphaned" above. */
+void zkl_lock_free(zkl_lock *l);
+/* The session was freed (after it delivered every routed event): never touch it again. */
+void zkl_lock_forget_session(zkl_lock *l);
+
+/* Starts an acquire: 0, or -1 with errno EISCONN (held) or EALREADY (acquiring or cleaning
+ * up).  A cancel that came while idle ends it at once with ZKL_LOCK_CANCELLED (as kazoo). */
+int zkl_lock_acquire(zkl_lock *l, int blocking, int ephemeral);
+/* Ends an acquire under way as CANCELLED; while idle, cancels the next acquire. */
+void zkl_lock_cancel(zkl_lock *l);
+/* Ends an acquire under way as GAVE_UP (the owner timed out). */
+void zkl_lock_give_up(zkl_lock *l);
+/* Starts deleting the held node: 1, or 0 when not held. */
+int zkl_lock_release(zkl_lock *l);
+/* The owner stops waiting for a release (it was disconnected too long): the lock no longer
+ * counts as held and the delete goes on in the background (phase ABANDONING). */
+void zkl_lock_release_in_background(zkl_lock *l);
+
+zkl_lock_phase zkl_lock_phase_of(const zkl_lock *l);
+zkl_lock_outcome zkl_lock_outcome_of(const zkl_lock *l, int *rc);
+int zkl_lock_release_rc(const zkl_lock *l); /* ZOK, or why the last release failed */
+/* Whether the acquire under way has looked at the contenders at least once. */
+int zkl_lock_checked(const zkl_lock *l);
+int zkl_lock_is_held(const zkl_lock *l); /* HELD or RELEASING */
+const char *zkl_lock_node(const zkl_lock *l); /* own node's name, or NULL */
+const char *zkl_lock_prefix(const zkl_lock *l); /* "<uuid hex>__lock__" */
+int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token); /* 0 while held, else -1 */
+uint64_t zkl_lock_id(const zkl_lock *l); /* the notify target */
+long zkl_lock_inflight(const zkl_lock *l);
+
+/* Contender matching, shared with whoever lists contenders: the kind of a child's name
+ * (0 exclusive, 1 shared, -1 not a contender), and *seq its sequence suffix. */
+int zkl_lock_contender_kind(const char *name, const char **seq);
+/* Moves the contenders among names[0..n) to the front, sorted; returns how many. */
+int zkl_lock_sort_contenders(const char **names, int n);
+
+#endif
