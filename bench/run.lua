@@ -41,7 +41,7 @@ local function parse_results(out)
   local results = {}
   for name, fields in out:gmatch("RESULT (%S+) ([^\n]*)") do
     local r = {}
-    for k, v in fields:gmatch("(%w+)=(%S+)") do r[k] = tonumber(v) end
+    for k, v in fields:gmatch("([%w_]+)=(%S+)") do r[k] = tonumber(v) end
     results[name] = r
   end
   return results
