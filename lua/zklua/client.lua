@@ -197,6 +197,14 @@ function Client:dispatch(timeout)
   return handled
 end
 
+--- Blocks until events wait or timeout seconds pass (nil: up to 0.2 s; it returns at least
+-- that often so that signals are seen).  The caller then dispatches them all.
+function Client:wait_for_events(timeout)
+  local session = self._session
+  if not session then return false end
+  return session:wait(timeout)
+end
+
 --- The fd that is readable while events wait (for host event loops); nil once closed.
 function Client:fileno()
   return self._session and self._session:fileno()

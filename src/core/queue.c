@@ -1,12 +1,10 @@
 /*
  * queue.c — see queue.h.
  *
- * The eventfd is written only when the ready list goes from empty to non-empty, and after the
- * mutex is released: a write wakes the owner at once, and it must not find the mutex still
- * held (that costs two more context switches per event).  The owner drains the fd when it
- * finds the list empty and then looks once more, so an event pushed while it drained is
- * returned, and any event pushed after that look comes with a write of its own: the fd is
- * readable whenever events wait.
+ * fd_armed and the fd change together under the mutex, so the fd is readable exactly while
+ * fd_armed: it is written when an event arrives and nobody waits on the condition variable,
+ * and drained when the owner empties the queue.  A burst of events costs one write and one
+ * read; a blocked owner costs neither.
  */
 #include "queue.h"
 
@@ -21,6 +19,8 @@ int zkl_queue_init(zkl_queue *q)
 {
     q->head = q->tail = q->pending = NULL;
     q->pending_count = 0;
+    q->fd_armed = 0;
+    q->owner_waiting = 0;
     q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->fd < 0)
         return -1;
@@ -33,6 +33,10 @@ int zkl_queue_init(zkl_queue *q)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     int rc = pthread_cond_init(&q->idle, &attr);
+    if (rc == 0 && pthread_cond_init(&q->ready, &attr) != 0) {
+        pthread_cond_destroy(&q->idle);
+        rc = -1;
+    }
     pthread_condattr_destroy(&attr);
     if (rc != 0) {
         pthread_mutex_destroy(&q->mutex);
@@ -59,27 +63,28 @@ void zkl_queue_destroy(zkl_queue *q)
     q->head = q->tail = q->pending = NULL;
     close(q->fd);
     pthread_cond_destroy(&q->idle);
+    pthread_cond_destroy(&q->ready);
     pthread_mutex_destroy(&q->mutex);
 }
 
-static void signal_fd(zkl_queue *q)
+/* An event arrived: arms the fd, unless the owner is blocked in zkl_queue_wait(); then
+ * returns 1 and the caller signals it after unlocking (signalled under the mutex, the owner
+ * would wake only to block on it). */
+static int wake_owner_locked(zkl_queue *q)
 {
-    uint64_t one = 1;
-    ssize_t n = write(q->fd, &one, sizeof one);
-    (void)n; /* EAGAIN only if the counter overflowed, which leaves it readable anyway */
+    if (q->owner_waiting)
+        return 1;
+    if (!q->fd_armed) {
+        uint64_t one = 1;
+        ssize_t n = write(q->fd, &one, sizeof one);
+        (void)n; /* cannot fail: the counter is 0 while the fd is not armed */
+        q->fd_armed = 1;
+    }
+    return 0;
 }
 
-static void drain_fd(zkl_queue *q)
+static void append_locked(zkl_queue *q, zkl_event *ev)
 {
-    uint64_t count;
-    ssize_t n = read(q->fd, &count, sizeof count);
-    (void)n; /* EAGAIN: nothing to drain */
-}
-
-/* Appends ev; returns whether the list was empty (the caller then signals the fd). */
-static int append_locked(zkl_queue *q, zkl_event *ev)
-{
-    int was_empty = q->head == NULL;
     ev->next = NULL;
     ev->prev = q->tail;
     if (q->tail)
@@ -87,7 +92,6 @@ static int append_locked(zkl_queue *q, zkl_event *ev)
     else
         q->head = ev;
     q->tail = ev;
-    return was_empty;
 }
 
 static void unlink_pending_locked(zkl_queue *q, zkl_event *op)
@@ -118,19 +122,21 @@ void zkl_queue_complete(zkl_queue *q, zkl_event *op)
 {
     pthread_mutex_lock(&q->mutex);
     unlink_pending_locked(q, op);
-    int was_empty = append_locked(q, op);
+    append_locked(q, op);
+    int signal = wake_owner_locked(q);
     pthread_mutex_unlock(&q->mutex);
-    if (was_empty)
-        signal_fd(q);
+    if (signal)
+        pthread_cond_signal(&q->ready);
 }
 
 void zkl_queue_push(zkl_queue *q, zkl_event *ev)
 {
     pthread_mutex_lock(&q->mutex);
-    int was_empty = append_locked(q, ev);
+    append_locked(q, ev);
+    int signal = wake_owner_locked(q);
     pthread_mutex_unlock(&q->mutex);
-    if (was_empty)
-        signal_fd(q);
+    if (signal)
+        pthread_cond_signal(&q->ready);
 }
 
 void zkl_queue_fail_pending(zkl_queue *q, int rc)
@@ -140,7 +146,6 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
     zkl_event *last = q->pending;
     while (last && last->next)
         last = last->next;
-    int was_empty = q->head == NULL;
     while (last) {
         zkl_event *prev = last->prev;
         last->rc = rc;
@@ -148,16 +153,16 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
         append_locked(q, last);
         last = prev;
     }
-    int signal = was_empty && q->head != NULL;
+    int signal = q->head && wake_owner_locked(q);
     q->pending = NULL;
     q->pending_count = 0;
     pthread_cond_broadcast(&q->idle);
     pthread_mutex_unlock(&q->mutex);
     if (signal)
-        signal_fd(q);
+        pthread_cond_signal(&q->ready);
 }
 
-static zkl_event *pop_head(zkl_queue *q)
+zkl_event *zkl_queue_pop(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
     zkl_event *ev = q->head;
@@ -169,17 +174,45 @@ static zkl_event *pop_head(zkl_queue *q)
             q->tail = NULL;
         ev->next = ev->prev = NULL;
     }
+    if (!q->head && q->fd_armed) {
+        uint64_t count;
+        ssize_t n = read(q->fd, &count, sizeof count);
+        (void)n;
+        q->fd_armed = 0;
+    }
     pthread_mutex_unlock(&q->mutex);
     return ev;
 }
 
-zkl_event *zkl_queue_pop(zkl_queue *q)
+static struct timespec deadline_after(int timeout_ms)
 {
-    zkl_event *ev = pop_head(q);
-    if (ev)
-        return ev;
-    drain_fd(q);
-    return pop_head(q);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += timeout_ms / 1000;
+    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+int zkl_queue_wait(zkl_queue *q, int timeout_ms)
+{
+    struct timespec deadline = deadline_after(timeout_ms < 0 ? 0 : timeout_ms);
+    pthread_mutex_lock(&q->mutex);
+    q->owner_waiting = 1;
+    int rc = 0;
+    while (!q->head && rc == 0) {
+        if (timeout_ms < 0)
+            rc = pthread_cond_wait(&q->ready, &q->mutex);
+        else
+            rc = pthread_cond_timedwait(&q->ready, &q->mutex, &deadline);
+    }
+    q->owner_waiting = 0;
+    int ready = q->head != NULL;
+    pthread_mutex_unlock(&q->mutex);
+    return ready;
 }
 
 int zkl_queue_is_empty(zkl_queue *q)
@@ -192,14 +225,7 @@ int zkl_queue_is_empty(zkl_queue *q)
 
 long zkl_queue_wait_idle(zkl_queue *q, int timeout_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = deadline_after(timeout_ms);
     pthread_mutex_lock(&q->mutex);
     while (q->pending_count > 0 &&
            pthread_cond_timedwait(&q->idle, &q->mutex, &deadline) == 0)

@@ -1,9 +1,13 @@
 /*
  * queue.h — the hand-off between libzookeeper's threads and the owner thread.
  *
- * Library callbacks push finished events under a mutex and make an eventfd readable; the
- * owner thread pops them one at a time.  The fd stays readable exactly while events wait, so
- * a host event loop can poll it.  Ops in flight sit on a pending list so that, once a zhandle
+ * Library callbacks push finished events under a mutex; the owner thread pops them one at a
+ * time.  The owner waits in one of two ways: blocked in zkl_queue_wait() (a condition
+ * variable: the cheapest wake-up, the library's own sync calls use the same), or in a host
+ * event loop polling the eventfd, which is readable while events wait.  Events pushed while
+ * the owner sat in zkl_queue_wait() wake it through the condition variable and leave the fd
+ * alone, so after that wait the owner pops until the queue is empty before it polls the fd
+ * again (zkl_session_next() until NULL; the Lua dispatch loop does).  Ops in flight sit on a pending list so that, once a zhandle
  * is closed and its threads joined, every op the library dropped can be failed here: no op is
  * ever left without its completion event.
  */
@@ -20,7 +24,10 @@ typedef struct zkl_queue {
     zkl_event *pending;     /* submitted ops awaiting their completion */
     long pending_count;
     pthread_cond_t idle;    /* signaled when pending_count drops to 0 */
-    int fd;                 /* eventfd, readable while head != NULL */
+    int fd;                 /* eventfd, readable while fd_armed */
+    int fd_armed;           /* the fd was written and not drained yet */
+    int owner_waiting;      /* the owner is blocked in zkl_queue_wait() */
+    pthread_cond_t ready;   /* signaled when an event arrives while owner_waiting */
 } zkl_queue;
 
 int zkl_queue_init(zkl_queue *q);          /* 0, or -1 with errno */
@@ -31,6 +38,8 @@ void zkl_queue_complete(zkl_queue *q, zkl_event *op); /* pending -> ready */
 void zkl_queue_push(zkl_queue *q, zkl_event *ev);     /* a new ready event (watch, state) */
 void zkl_queue_fail_pending(zkl_queue *q, int rc);    /* every pending op -> ready with rc */
 zkl_event *zkl_queue_pop(zkl_queue *q);               /* NULL when empty; owner thread only */
+/* Blocks until an event waits or timeout_ms passes (-1: no limit); 1 if one waits. */
+int zkl_queue_wait(zkl_queue *q, int timeout_ms);
 /* Waits until no op is pending or timeout_ms passes; returns how many are still pending. */
 long zkl_queue_wait_idle(zkl_queue *q, int timeout_ms);
 int zkl_queue_is_empty(zkl_queue *q);

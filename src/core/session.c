@@ -18,7 +18,8 @@
 
 enum {
     HOST_RESOLUTION_DELAY_MS = 5000,
-    STOP_DRAIN_MAX_MS = 2000 /* how long stop() lets ops in flight finish */
+    STOP_DRAIN_MAX_MS = 2000, /* how long stop() lets ops in flight finish */
+    WAIT_SLICE_MS = 200       /* the longest zkl_session_wait() blocks in one call */
 };
 
 static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -233,15 +234,13 @@ static void retry_open_if_owed(zkl_session *s)
 int zkl_session_wait(zkl_session *s, int timeout_ms)
 {
     retry_open_if_owed(s);
-    if (!zkl_queue_is_empty(&s->queue))
-        return 1;
     if (s->needs_open && (timeout_ms < 0 || timeout_ms > 1000))
         timeout_ms = 1000; /* come back to try opening again */
-    struct pollfd p = {.fd = s->queue.fd, .events = POLLIN};
-    int n = poll(&p, 1, timeout_ms);
-    if (n < 0)
-        return errno == EINTR ? -1 : 0;
-    return n > 0;
+    /* Waits in slices: a condition variable ignores signals, and a caller that handles
+     * SIGINT (the zklua runner) must get control back soon after one. */
+    if (timeout_ms < 0 || timeout_ms > WAIT_SLICE_MS)
+        timeout_ms = WAIT_SLICE_MS;
+    return zkl_queue_wait(&s->queue, timeout_ms);
 }
 
 /* The session is gone (expired, or auth failed): drop the handle, report LOST. */

@@ -34,8 +34,12 @@ int zkl_session_start(zkl_session *s);  /* 0, or -1 with errno (bad host list) *
 void zkl_session_stop(zkl_session *s);  /* idempotent */
 void zkl_session_free(zkl_session *s);  /* stops first */
 
-int zkl_session_fd(const zkl_session *s);           /* readable while events wait */
-int zkl_session_wait(zkl_session *s, int timeout_ms); /* 1 events wait, 0 timed out, -1 EINTR */
+/* Readable while events wait (see queue.h: after zkl_session_wait() returns, call
+ * zkl_session_next() until NULL before polling it). */
+int zkl_session_fd(const zkl_session *s);
+/* Blocks until an event waits: 1, or 0 after timeout_ms (-1: none) or at most 200 ms, so
+ * that callers see signals; callers loop to wait longer. */
+int zkl_session_wait(zkl_session *s, int timeout_ms);
 zkl_event *zkl_session_next(zkl_session *s);         /* next deliverable event, or NULL */
 
 zkl_state zkl_session_state(const zkl_session *s);

@@ -41,6 +41,10 @@ local function fds()
   return fd_list
 end
 
+local function only_client()
+  return next(clients)
+end
+
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
 -- Returns done()'s final answer.
 function blocking.wait(done, timeout)
@@ -52,7 +56,9 @@ function blocking.wait(done, timeout)
       local remaining = deadline and deadline - core.monotonic()
       if remaining and remaining <= 0 then return false end
       local list = fds()
-      if #list == 0 then
+      if #list == 1 then
+        only_client():wait_for_events(remaining) -- a condition variable: the cheapest wake-up
+      elseif #list == 0 then
         core.sleep(math.min(remaining or 0.05, 0.05)) -- nothing to wait on: keep time moving
       else
         core.poll(list, remaining)
