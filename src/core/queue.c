@@ -5,8 +5,19 @@
  * fd_armed: it is written when an event arrives and nobody waits on the condition variable,
  * and drained when the owner empties the queue.  A burst of events costs one write and one
  * read; a blocked owner costs neither.
+ *
+ * With a deep pipeline (many ops in flight) a blocked owner asks to be woken for a batch of
+ * events, or after a short delay, instead of for each one: a wake-up costs more than handling
+ * an event, and the ops behind it are coming anyway.  A shallow pipeline (the usual sync
+ * call) wakes on the first event.
  */
 #include "queue.h"
+
+enum {
+    BATCH_MIN_PENDING = 64, /* this many ops in flight make a deep pipeline */
+    BATCH_EVENTS = 32,      /* wake a deep pipeline's owner for this many events */
+    BATCH_DELAY_US = 1000   /* ... or after this long */
+};
 
 #include <errno.h>
 #include <stdint.h>
@@ -21,6 +32,8 @@ int zkl_queue_init(zkl_queue *q)
     q->pending_count = 0;
     q->fd_armed = 0;
     q->owner_waiting = 0;
+    q->length = 0;
+    q->wake_at_length = 1;
     q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->fd < 0)
         return -1;
@@ -73,7 +86,7 @@ void zkl_queue_destroy(zkl_queue *q)
 static int wake_owner_locked(zkl_queue *q)
 {
     if (q->owner_waiting)
-        return 1;
+        return q->length >= q->wake_at_length || q->pending_count == 0;
     if (!q->fd_armed) {
         uint64_t one = 1;
         ssize_t n = write(q->fd, &one, sizeof one);
@@ -92,6 +105,7 @@ static void append_locked(zkl_queue *q, zkl_event *ev)
     else
         q->head = ev;
     q->tail = ev;
+    q->length++;
 }
 
 static void unlink_pending_locked(zkl_queue *q, zkl_event *op)
@@ -173,6 +187,7 @@ zkl_event *zkl_queue_pop(zkl_queue *q)
         else
             q->tail = NULL;
         ev->next = ev->prev = NULL;
+        q->length--;
     }
     if (!q->head && q->fd_armed) {
         uint64_t count;
@@ -184,12 +199,12 @@ zkl_event *zkl_queue_pop(zkl_queue *q)
     return ev;
 }
 
-static struct timespec deadline_after(int timeout_ms)
+static struct timespec deadline_after_us(long us)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += timeout_ms / 1000;
-    t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    t.tv_sec += us / 1000000L;
+    t.tv_nsec += (us % 1000000L) * 1000L;
     if (t.tv_nsec >= 1000000000L) {
         t.tv_sec++;
         t.tv_nsec -= 1000000000L;
@@ -197,17 +212,40 @@ static struct timespec deadline_after(int timeout_ms)
     return t;
 }
 
+static struct timespec deadline_after(int timeout_ms)
+{
+    return deadline_after_us((long)timeout_ms * 1000L);
+}
+
+static struct timespec earlier(struct timespec a, struct timespec b)
+{
+    if (a.tv_sec != b.tv_sec)
+        return a.tv_sec < b.tv_sec ? a : b;
+    return a.tv_nsec < b.tv_nsec ? a : b;
+}
+
 int zkl_queue_wait(zkl_queue *q, int timeout_ms)
 {
     struct timespec deadline = deadline_after(timeout_ms < 0 ? 0 : timeout_ms);
     pthread_mutex_lock(&q->mutex);
     q->owner_waiting = 1;
+    q->wake_at_length = 1;
     int rc = 0;
     while (!q->head && rc == 0) {
         if (timeout_ms < 0)
             rc = pthread_cond_wait(&q->ready, &q->mutex);
         else
             rc = pthread_cond_timedwait(&q->ready, &q->mutex, &deadline);
+    }
+    if (q->head && q->length < BATCH_EVENTS && q->pending_count >= BATCH_MIN_PENDING) {
+        /* a deep pipeline: let a batch gather (bounded by the caller's deadline too) */
+        struct timespec batch = deadline_after_us(BATCH_DELAY_US);
+        if (timeout_ms >= 0)
+            batch = earlier(batch, deadline);
+        q->wake_at_length = BATCH_EVENTS;
+        rc = 0;
+        while (q->length < BATCH_EVENTS && q->pending_count > 0 && rc == 0)
+            rc = pthread_cond_timedwait(&q->ready, &q->mutex, &batch);
     }
     q->owner_waiting = 0;
     int ready = q->head != NULL;

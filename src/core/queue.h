@@ -27,6 +27,8 @@ typedef struct zkl_queue {
     int fd;                 /* eventfd, readable while fd_armed */
     int fd_armed;           /* the fd was written and not drained yet */
     int owner_waiting;      /* the owner is blocked in zkl_queue_wait() */
+    long length;            /* events ready */
+    long wake_at_length;    /* while owner_waiting: signal once this many are ready */
     pthread_cond_t ready;   /* signaled when an event arrives while owner_waiting */
 } zkl_queue;
 
