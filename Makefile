@@ -15,7 +15,7 @@ CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
 HEADERS  := $(wildcard src/*/*.h)
 
-.PHONY: all clean test demo bench deps check-deps
+.PHONY: all clean test demo bench deps lint
 
 all: build/zklua/core.so zklua
 
@@ -45,6 +45,12 @@ demo: deps all
 
 bench: deps all
 	./zklua bench/run.lua
+
+# clang-tidy with the project's .clang-tidy; fails on any warning.
+lint:
+	@out=$$(clang-tidy $(CORE_SRC) $(LUA_SRC) src/cli/main.c -- -std=c11 -D_GNU_SOURCE \
+		-DTHREADED -I$(LUA_INC) 2>/dev/null | grep -E "warning:|error:"); \
+	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "lint: clean"; fi
 
 clean:
 	rm -rf build zklua
