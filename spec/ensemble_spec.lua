@@ -234,14 +234,16 @@ describe("a client on a 3-node ensemble", function()
     leader:stop()
     leader:start()
 
+    -- while the ensemble elects a new leader, reads may time out: retry them, as a user would
+    local patient = zklua.retry{ max_tries = -1, delay = 0.1, deadline = 30 }
     local function check(client, where)
-      local children = client:get_children("/ledger")
+      local children = patient(client.get_children, client, "/ledger")
       assert.are.equal(150, #children, where)
       for _, entry in ipairs(acked_creates) do
-        local value = client:get(entry.path)
+        local value = patient(client.get, client, entry.path)
         assert.are.equal(entry.value, value, where .. " " .. entry.path)
       end
-      local data, stat = client:get("/ledger")
+      local data, stat = patient(client.get, client, "/ledger")
       assert.are.equal(last_set, data, where)
       assert.are.equal(50, stat.version, where)
     end

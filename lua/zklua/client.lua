@@ -591,6 +591,37 @@ function Client:WriteLock(path, identifier)
   return require("zklua.recipes.lock").WriteLock(self, path, identifier)
 end
 
+--- A kazoo Election (zklua.recipes.election): a Lock on path; run(fn), or the latch form
+-- start()/await()/on_leader()/stop().
+function Client:Election(path, identifier)
+  return require("zklua.recipes.election").Election(self, path, identifier)
+end
+
+--- A kazoo Counter (zklua.recipes.counter): default 0 (int) or a float; opts.support_curator.
+function Client:Counter(path, default, opts)
+  return require("zklua.recipes.counter").Counter(self, path, default, opts)
+end
+
+--- A kazoo Party (zklua.recipes.party): members' identifiers in node data.
+function Client:Party(path, identifier)
+  return require("zklua.recipes.party").Party(self, path, identifier)
+end
+
+--- A kazoo ShallowParty: members' identifiers in node names.
+function Client:ShallowParty(path, identifier)
+  return require("zklua.recipes.party").ShallowParty(self, path, identifier)
+end
+
+--- A kazoo Barrier (zklua.recipes.barrier): up while path exists.
+function Client:Barrier(path)
+  return require("zklua.recipes.barrier").Barrier(self, path)
+end
+
+--- A kazoo DoubleBarrier: enter and leave together with num_clients members.
+function Client:DoubleBarrier(path, num_clients, identifier)
+  return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

@@ -18,6 +18,9 @@
 #include "compat.h"
 #include "convert.h"
 #include "lock_binding.h"
+#include "counter_binding.h"
+#include "party_binding.h"
+#include "barrier_binding.h"
 #include "session_binding.h"
 #include "zklua_version.h"
 
@@ -166,6 +169,9 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_stat_constructor(L);
     zkl_register_session(L);
     zkl_register_lock(L);
+    zkl_register_counter(L);
+    zkl_register_party(L);
+    zkl_register_barrier(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

@@ -1,0 +1,193 @@
+--- zklua.recipes.barrier — kazoo's Barrier and DoubleBarrier.
+--
+--   local b = zk:Barrier("/app/gate"); b:create(); ...; b:remove()
+--   if zk:Barrier("/app/gate"):wait(30) then ... end          -- true once the node is gone
+--   local d = zk:DoubleBarrier("/app/round", 3, "worker-1")
+--   d:enter(60); ... work ...; d:leave(60)
+--
+-- The state machines are C (src/recipes/barrier.c); nodes are kazoo's, so kazoo and zklua
+-- processes share a barrier.  Barrier: up while <path> exists; create() = ensure_path,
+-- remove() = delete (true, or false when it was not there), wait(timeout) = an exists watch
+-- until <path> is deleted: true when gone, false on timeout (nil: no limit).
+-- DoubleBarrier (kazoo's algorithm): enter creates the EPHEMERAL <path>/<uuid4 hex> holding
+-- the identifier (default "<hostname>-<pid>", as kazoo), and whoever sees >= num_clients
+-- children creates <path>/ready, which the others wait for; leave deletes ready, then the
+-- lowest member waits for the highest to go while every other member deletes its own node
+-- and waits for the lowest.  Waiting uses the client's handler, so callbacks keep running.
+--
+-- * enter(timeout) -> true once entered; false on timeout (its node is deleted in the
+--   background, kazoo's best-effort clean-up).  leave(timeout) -> true once every member has
+--   left; false on timeout (its node may already be deleted).  Unlike kazoo, which swallows
+--   ZooKeeper errors in enter/leave, errors are raised (after the clean-up); and unlike kazoo
+--   (which then waits forever), an enter that finds ready already there counts as entered.
+-- * SUSPENDED (connection lost, session alive): the step under way is repeated after the
+--   reconnection; a watch set before it survives; participating does not change.
+-- * LOST (session expired): watches and ephemeral nodes are gone.  A Barrier wait watches
+--   again on the new session.  An enter under way starts again (its node is re-created) on
+--   the new session; a leave goes on from listing the children.  An entered member's node
+--   expired: it stays entered (the barrier was passed), every on_lost(fn) runs fn(barrier),
+--   and its leave still waits for the other members.  stop() fails an operation under way
+--   with ConnectionClosedError.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+
+local recipes = {}
+
+local NOTIFY_LOST = 1
+
+local function usable(client, fname)
+  if not client._session or client._stopped then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
+                 (client._session and "not started" or "closed"))
+  end
+  return client._session
+end
+
+-- Runs op in C and waits at most timeout seconds: true done, false gave up.
+local function run(self, fname, op, timeout)
+  local ud, client = self._barrier, self.client
+  usable(client, fname)
+  if ud:busy() then -- a clean-up of an earlier attempt
+    client.handler.wait(function() return not ud:busy() or not client._session end, timeout)
+  end
+  local started, why = ud:start(op)
+  if not started then
+    if why == "busy" then return false end -- the clean-up did not finish in time
+    errors.raise(errors.ConnectionClosedError, fname .. ": cannot start (" .. why .. ")", self.path)
+  end
+  local ok, finished = pcall(client.handler.wait, function()
+    return ud:outcome() ~= "pending" or not client._session
+  end, timeout)
+  if not ok or not finished then
+    ud:give_up()
+    if not ok then error(finished, 0) end
+  end
+  local outcome, rc = ud:outcome()
+  if outcome == "done" then return true end
+  if outcome == "gave_up" then return false end
+  if outcome == "pending" then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
+  end
+  error(errors.from_code(rc, self.path), 0)
+end
+
+local function add_lost(self, fn)
+  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
+  self._lost_callbacks[#self._lost_callbacks + 1] = fn
+  return fn
+end
+
+local function notified(self, code)
+  if code ~= NOTIFY_LOST then return end
+  for _, fn in ipairs(self._lost_callbacks) do
+    local ok, err = pcall(fn, self)
+    if not ok then self.client:_log("error", "error in barrier on_lost callback: " .. tostring(err)) end
+  end
+end
+
+---------------------------------------------------------------- Barrier
+
+local Barrier = { __name = "zklua.Barrier" }
+Barrier.__index = Barrier
+
+function Barrier:create()
+  usable(self.client, "create")
+  self.client:ensure_path(self.path)
+end
+
+function Barrier:remove()
+  usable(self.client, "remove")
+  local ok, err = pcall(self.client.delete, self.client, self.path)
+  if ok then return true end
+  if errors.is(err, errors.NoNodeError) then return false end
+  error(err, 0)
+end
+
+--- wait(timeout) -> true once the barrier node is gone, false on timeout.
+function Barrier:wait(timeout)
+  timeout = check.timeout("wait", timeout)
+  return run(self, "wait", "wait", timeout)
+end
+
+function Barrier.__tostring(self)
+  return string.format("zklua.Barrier(%s)", self.path)
+end
+
+function recipes.Barrier(client, path)
+  check.path("Barrier", path)
+  local session = usable(client, "Barrier")
+  return setmetatable({ client = client, path = path,
+                        _barrier = core.barrier(session, path, 0) }, Barrier)
+end
+
+---------------------------------------------------------------- DoubleBarrier
+
+local DoubleBarrier = { __name = "zklua.DoubleBarrier" }
+
+local fields = {
+  participating = function(self) return self._barrier:entered() end,
+}
+
+function DoubleBarrier.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return DoubleBarrier[key]
+end
+
+--- enter(timeout) -> true once entered, false on timeout.
+function DoubleBarrier:enter(timeout)
+  timeout = check.timeout("enter", timeout)
+  return run(self, "enter", "enter", timeout)
+end
+
+--- leave(timeout) -> true once every member left, false on timeout.
+function DoubleBarrier:leave(timeout)
+  timeout = check.timeout("leave", timeout)
+  return run(self, "leave", "leave", timeout)
+end
+
+--- fn(barrier) runs when the session expired (or stopped) while entered.
+function DoubleBarrier:on_lost(fn) return add_lost(self, fn) end
+function DoubleBarrier:_notified(code) notified(self, code) end
+
+function DoubleBarrier.__tostring(self)
+  return string.format("zklua.DoubleBarrier(%s, %d)", self.path, self.num_clients)
+end
+
+local function default_identifier()
+  local f = io.open("/proc/sys/kernel/hostname")
+  local host = f and f:read("l") or "localhost"
+  if f then f:close() end
+  local s = io.open("/proc/self/stat")
+  local pid = s and s:read("l"):match("^%d+") or "0"
+  if s then s:close() end
+  return host .. "-" .. pid
+end
+
+function recipes.DoubleBarrier(client, path, num_clients, identifier)
+  local fname = "DoubleBarrier"
+  check.path(fname, path)
+  if math.type(num_clients) ~= "integer" or num_clients < 1 or num_clients > 2147483647 then
+    check.fail(fname, "num_clients", "num_clients must be a positive integer (got " ..
+               tostring(num_clients) .. ")")
+  end
+  if identifier ~= nil and type(identifier) ~= "string" then
+    check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
+               type(identifier) .. ")")
+  end
+  if identifier == nil or identifier == "" then identifier = default_identifier() end
+  local data = check.value(fname, identifier, path, "identifier")
+  local session = usable(client, fname)
+  local ud = core.barrier(session, path, num_clients, data, client._default_acl)
+  local self = setmetatable({ client = client, path = path, num_clients = num_clients,
+                              identifier = identifier, node_name = ud:node(), _barrier = ud,
+                              _lost_callbacks = {} }, DoubleBarrier)
+  self.create_path = (path == "/" and "" or path) .. "/" .. self.node_name
+  client:_add_notify_target(ud:id(), self)
+  return self
+end
+
+recipes.classes = { Barrier = Barrier, DoubleBarrier = DoubleBarrier }
+
+return recipes

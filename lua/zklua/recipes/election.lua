@@ -1,0 +1,361 @@
+--- zklua.recipes.election — kazoo's Election, plus a non-blocking "latch" form.
+--
+--   local election = zk:Election("/app/election", "worker-1")
+--   election:run(function(...) ... end, ...)     -- blocks until elected; leads while fn runs
+--
+--   election:on_leader(function(e) ... end)      -- latch form (beyond kazoo)
+--   election:on_lost(function(e) ... end)
+--   election:start()                             -- joins, returns at once
+--   if election:await(5) then ... end            -- true once leader
+--   election:stop()                              -- leaves (releases or withdraws)
+--
+-- An Election IS a Lock on its path (kazoo: `self.lock = client.Lock(path, identifier)`): the
+-- same `<uuid>__lock__<seq>` nodes holding the identifier, the state machine of
+-- src/recipes/lock.c (retries, create-reply adoption, SUSPENDED/LOST handling), so kazoo
+-- Elections, kazoo Locks and zklua members of one path exclude each other.  The leader is the
+-- contender with the lowest sequence.  `election.lock` is that Lock.
+--
+-- * run(fn, ...) -> true, fn's results: blocks until elected, calls fn(...), then releases
+--   leadership, also when fn raises (the error is re-raised after the release).  When cancel()
+--   ends the wait, fn is not called and run returns false (kazoo's run swallows the
+--   CancelledError and returns None).  A ZooKeeper error that retries cannot fix is raised.
+-- * cancel(): a run waiting to be elected returns false and its node is deleted; with no run
+--   waiting, the next run returns false at once (kazoo's Lock.cancel).  A leader is never
+--   interrupted (kazoo's note).  On a started latch that is not leading, cancel() is stop().
+-- * contenders() -> the identifiers (node data) of the contenders, the leader first.
+-- * Latch form: start() joins without blocking; the wait is done by the C lock while the event
+--   loop runs (any blocking call, handler wait, or zk:dispatch()).  When this member becomes
+--   leader, is_leader turns true and every on_leader(fn) callback runs fn(election), from the
+--   event loop.  await(timeout) runs the event loop until leader (true) or timeout (false).
+--   stop() leaves: a leader deletes its node (waits for it like Lock:release), a waiting
+--   member withdraws its node.  A started latch is kept alive by its client until stop().
+-- * SUSPENDED: a leader stays leader (is_leader true, as kazoo's lock): its ephemeral node
+--   lives as long as the session does.  A waiting member goes on waiting after reconnecting.
+-- * LOST (session expired): the node is gone, so is_leader turns false and every on_lost(fn)
+--   callback runs fn(election).  A latch then rejoins on the new session by itself (a new
+--   node, at the end of the queue: it keeps competing) and may lead again (on_leader again).
+--   In run(), fn cannot be stopped: it keeps running, but is_leader is false and on_lost ran;
+--   fn should check is_leader (or fencing_token) before acting as leader; run then returns
+--   normally.  Stopping the client (zk:stop()/close()) is a LOST too, and ends a latch.
+-- * is_running: a run() is under way or the latch is started.  A latch ends by stop(), by
+--   cancel() while not leading, when the client stops, or when the lock fails with an error
+--   that retries cannot fix (kept in election.error, logged, raised by await()).
+-- * fencing_token: while leader, the czxid of the leader's node, a number that grows with
+--   every new leader of the path (nil when not leader).
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local locks = require "zklua.recipes.lock"
+
+local recipes = {}
+
+local ZCLOSING = -116
+local MAX_QUICK_PROBES = 50
+
+local Election = { __name = "zklua.Election" }
+
+local fields = {
+  is_leader = function(self) return self._leading end,
+  fencing_token = function(self)
+    if not self._leading then return nil end
+    return self._ud:fencing_token()
+  end,
+  is_running = function(self) return self._mode ~= nil end,
+}
+
+function Election.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return Election[key]
+end
+
+function Election.__tostring(self)
+  return string.format("zklua.Election(%s, %s)", self.path,
+                       self._leading and "leader" or self._mode or "idle")
+end
+
+local function join(path, name)
+  return path == "/" and "/" .. name or path .. "/" .. name
+end
+
+local function usable(client, fname)
+  if not client._session or client._stopped then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
+                 (client._session and "not started" or "closed"))
+  end
+end
+
+local function callback(fname, fn)
+  if type(fn) ~= "function" then check.fail(fname, "fn", "fn must be a function") end
+  return fn
+end
+
+local function fire(self, list, what)
+  local copy = {}
+  for i, fn in ipairs(list) do copy[i] = fn end
+  for _, fn in ipairs(copy) do
+    local ok, err = pcall(fn, self)
+    if not ok then
+      self.client:_log("error", "error in election " .. what .. " callback: " .. tostring(err))
+    end
+  end
+end
+
+-- ---------------------------------------------------------------- the latch
+
+local probe
+
+-- Ends the latch without touching its node (the client stopped, or the lock failed).
+local function end_latch(self)
+  self._mode = nil
+  if self._listener then
+    self.client:remove_listener(self._listener)
+    self._listener = nil
+  end
+end
+
+-- Brings is_leader in line with the C lock and runs the callbacks; rejoins after a loss.
+function Election:_sync()
+  if self._syncing then return end
+  self._syncing = true
+  local ok, err = pcall(function()
+    local ud = self._ud
+    local phase = ud:phase()
+    if self._mode == "run" then
+      if self._leading and not ud:is_held() then
+        self._leading = false
+        fire(self, self._lost_callbacks, "on_lost")
+      end
+      return
+    end
+    if self._mode ~= "latch" then return end
+    if self._leading and phase ~= "held" then
+      self._leading = false
+      fire(self, self._lost_callbacks, "on_lost")
+    elseif not self._leading and phase == "held" then
+      self._leading = true
+      fire(self, self._leader_callbacks, "on_leader")
+    end
+    if self._mode ~= "latch" or ud:phase() ~= "idle" then return end
+    local client = self.client
+    local outcome, rc = ud:outcome()
+    if client._stopped or not client._session or rc == ZCLOSING then
+      end_latch(self) -- zk:stop()/close() ends the latch
+    elseif outcome == "failed" then
+      end_latch(self)
+      self.error = errors.from_code(rc, self.path)
+      client:_log("error", "election on " .. self.path .. " stopped: " .. tostring(self.error))
+    elseif ud:acquire(true, true) then -- lost (expiry): compete again on the new session
+      self._quick = 0
+      probe(self)
+    end
+  end)
+  self._syncing = false
+  if not ok then error(err, 0) end
+end
+
+-- The C lock decides on its own; this looks at the contenders to learn, within a round trip,
+-- when it did: the nearest contender before ours is watched (no herd), and while ours is the
+-- first (or not yet created) the look is repeated until the lock has decided (the lock's own
+-- check was sent before our next look, so that one sees it decided).
+probe = function(self)
+  if self._probing or self._mode ~= "latch" then return end
+  local client = self.client
+  if not client._session or client._stopped then return end
+  self._probing = true
+  local ok, f = pcall(client.get_children_async, client, self.path)
+  if not ok then
+    self._probing = false
+    return
+  end
+  f:rawlink(function(done)
+    self._probing = false
+    self:_probed(done)
+  end)
+end
+
+function Election:_probed(f)
+  self:_sync()
+  local ud = self._ud
+  if self._mode ~= "latch" or ud:phase() ~= "acquiring" then return end
+  local client = self.client
+  local again = false
+  if f.exception then
+    -- the path is not made yet: look again; a connection problem: CONNECTED looks again
+    again = errors.is(f.exception, errors.NoNodeError)
+  else
+    local names = core.lock_contenders(f.value)
+    local own, at = ud:node(), nil
+    for i, name in ipairs(names) do
+      if name == own then at = i end
+    end
+    if at and at > 1 then
+      self._quick = 0
+      local watcher = function() probe(self) end
+      local ok, w = pcall(client.exists_async, client, join(self.path, names[at - 1]), watcher)
+      if ok then
+        w:rawlink(function(done)
+          if done.exception or done.value == nil then probe(self) end -- gone already
+        end)
+      end
+      return
+    end
+    again = true -- first, or our node not made (or seen) yet: the lock is about to decide
+  end
+  if not again then return end
+  self._quick = (self._quick or 0) + 1
+  if self._quick <= MAX_QUICK_PROBES then
+    probe(self)
+  else -- something slow: wait for the contenders to change instead of asking again
+    self._quick = 0
+    pcall(client.get_children_async, client, self.path, function() probe(self) end)
+  end
+end
+
+--- Joins the election without blocking.  Returns true, or false when already started.
+function Election:start()
+  local client = self.client
+  usable(client, "start")
+  if self._mode == "latch" then return false end
+  if self._mode == "run" then
+    errors.raise(errors.KazooException, "start: a run() of this election is under way", self.path)
+  end
+  local ud = self._ud
+  if ud:phase() == "abandoning" or ud:phase() == "releasing" then -- an earlier stop()
+    client.handler.wait(function()
+      local p = ud:phase()
+      return (p ~= "abandoning" and p ~= "releasing") or client.state ~= "CONNECTED"
+    end)
+  end
+  self.error = nil
+  self._mode = "latch"
+  self._leading = false
+  self._listener = function(state)
+    self:_sync()
+    if state == "CONNECTED" and self._mode == "latch" and ud:phase() == "acquiring" then
+      self._quick = 0
+      probe(self)
+    end
+  end
+  client:add_listener(self._listener)
+  local started, why = ud:acquire(true, true)
+  if not started then
+    end_latch(self)
+    errors.raise(errors.ConnectionClosedError, "start: cannot join (" .. tostring(why) .. ")",
+                 self.path)
+  end
+  self._quick = 0
+  self:_sync()
+  probe(self)
+  return true
+end
+
+--- Waits (running the event loop) until leader: true, or false after timeout seconds (nil:
+-- no limit) or when the latch ended meanwhile.  Raises the error that ended a latch.
+function Election:await(timeout)
+  timeout = check.timeout("await", timeout)
+  if self._mode ~= "latch" then
+    if self.error then error(self.error, 0) end
+    errors.raise(errors.KazooException, "await: the election is not started (start() it)",
+                 self.path)
+  end
+  self.client.handler.wait(function()
+    self:_sync()
+    return self._leading or self._mode ~= "latch"
+  end, timeout)
+  if self._mode ~= "latch" and self.error then error(self.error, 0) end
+  return self._leading == true
+end
+
+--- Leaves the election: a leader releases (deletes its node, waiting as Lock:release does);
+-- a waiting member withdraws its node.  Returns true if the latch was started.
+function Election:stop()
+  if self._mode ~= "latch" then return false end
+  end_latch(self)
+  local ud, client = self._ud, self.client
+  self._leading = false
+  local phase = ud:phase()
+  if phase == "acquiring" then
+    ud:cancel()
+    client.handler.wait(function()
+      return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
+    end)
+  elseif phase == "held" or phase == "releasing" then
+    self.lock:release()
+  end
+  return true
+end
+
+--- on_leader(fn): fn(election) runs (from the event loop) each time a started latch becomes
+-- leader.  Returns fn.
+function Election:on_leader(fn)
+  self._leader_callbacks[#self._leader_callbacks + 1] = callback("on_leader", fn)
+  return fn
+end
+
+--- on_lost(fn): fn(election) runs when leadership is lost with the session (LOST).
+function Election:on_lost(fn)
+  self._lost_callbacks[#self._lost_callbacks + 1] = callback("on_lost", fn)
+  return fn
+end
+
+-- ---------------------------------------------------------------- kazoo's API
+
+--- run(fn, ...) -> true, fn's results; false when cancelled before being elected.
+function Election:run(fn, ...)
+  callback("run", fn)
+  usable(self.client, "run")
+  if self._mode then
+    errors.raise(errors.KazooException, "run: this election is already " ..
+                 (self._mode == "latch" and "started" or "running"), self.path)
+  end
+  self._mode = "run"
+  local ok, got = pcall(self.lock.acquire, self.lock)
+  if not ok or not got then
+    self._mode = nil
+    if not ok then error(got, 0) end
+    return false
+  end
+  self._leading = true
+  local results = table.pack(pcall(fn, ...))
+  self._leading = false
+  local released, err = pcall(self.lock.release, self.lock)
+  self._mode = nil
+  if not results[1] then error(results[2], 0) end
+  if not released then error(err, 0) end
+  return true, table.unpack(results, 2, results.n)
+end
+
+--- Cancels a run() waiting to be elected (it returns false), or the next run; stops a
+-- started latch that is not leading.  Never interrupts a leader.
+function Election:cancel()
+  if self._mode == "latch" then
+    if not self._leading and self._ud:phase() ~= "held" then self:stop() end
+    return
+  end
+  self.lock:cancel()
+end
+
+--- The identifiers of the contenders, in order: the leader first.
+function Election:contenders()
+  return self.lock:contenders()
+end
+
+function recipes.Election(client, path, identifier)
+  check.path("Election", path)
+  if identifier ~= nil and type(identifier) ~= "string" then
+    check.fail("Election", "identifier", "identifier must be a string or nil (got " ..
+               type(identifier) .. ")")
+  end
+  check.value("Election", identifier, path, "identifier")
+  local lock = locks.Lock(client, path, identifier)
+  local self = setmetatable({ client = client, path = path, identifier = identifier,
+                              lock = lock, _ud = lock._lock, _leading = false,
+                              _leader_callbacks = {}, _lost_callbacks = {} }, Election)
+  lock:on_lost(function() self:_sync() end)
+  return self
+end
+
+recipes.class = Election
+
+return recipes

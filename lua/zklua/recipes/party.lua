@@ -1,0 +1,201 @@
+--- zklua.recipes.party — kazoo's Party and ShallowParty.
+--
+--   local p = zk:Party("/app/workers", "worker-1")
+--   p:join(); for _, id in ipairs(p:members()) do ... end; print(#p); p:leave()
+--   p:on_lost(function(party) ... end)          -- the session expired while joined
+--   local s = zk:ShallowParty("/app/names", "worker-1")   -- the identifier is in the name
+--
+-- The state machine is C (src/recipes/party.c); nodes are kazoo's, so kazoo and zklua
+-- processes share a party: Party makes the EPHEMERAL node <path>/<uuid4 hex>__party__ holding
+-- the identifier and its members are the data of the children whose names contain
+-- __party__; ShallowParty makes <path>/<uuid4 hex>-<identifier> and its members are the
+-- names after their first '-' (every child counts, as in kazoo).  The path is created with
+-- its parents when missing.  Waiting uses the client's handler, so callbacks keep running.
+--
+-- * join() returns once the node exists (a create repeated after a lost reply finds it and
+--   counts as joined); joining a joined party does nothing.  leave() deletes the node and
+--   returns true, or false when there was none (as kazoo).  Both wait through a connection
+--   loss.  members() and #party read the children (a member leaving meanwhile is skipped).
+-- * SUSPENDED (connection lost, session alive): a member stays joined (participating stays
+--   true) as its ephemeral node lives on; join/leave under way wait for the reconnection.
+-- * LOST (session expired): the ephemeral node is gone, so the member is no longer in the
+--   party.  As kazoo, it is NOT re-joined automatically; unlike kazoo, participating turns
+--   false and every on_lost(fn) callback runs fn(party), so the user can join() again.  A
+--   join under way when the session expires completes on the new session.  stop() is a
+--   LOST too (on_lost runs for a joined member).
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+
+local recipes = {}
+
+local NOTIFY_LOST = 1
+
+local Party = { __name = "zklua.Party" }
+
+local fields = {
+  participating = function(self)
+    local phase = self._party:phase()
+    return phase == "joined" or phase == "leaving"
+  end,
+}
+
+function Party.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return Party[key]
+end
+
+local function usable(client, fname)
+  if not client._session or client._stopped then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
+                 (client._session and "not started" or "closed"))
+  end
+  return client._session
+end
+
+local function join_path(path, name)
+  return path == "/" and "/" .. name or path .. "/" .. name
+end
+
+-- Waits while phase is `busy`; raises when the client went away meanwhile.
+local function wait_phase(self, fname, busy)
+  local ud, client = self._party, self.client
+  client.handler.wait(function() return ud:phase() ~= busy or not client._session end)
+  if ud:phase() == busy then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
+  end
+end
+
+--- join(): the member node exists once it returns.
+function Party:join()
+  usable(self.client, "join")
+  local ud = self._party
+  if ud:phase() == "leaving" then wait_phase(self, "join", "leaving") end
+  if ud:phase() == "joining" then wait_phase(self, "join", "joining") end -- an interrupted join
+  local ok, why = ud:join()
+  if not ok then
+    if why == "joined" then return end
+    errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
+                 "join: cannot start (" .. why .. ")", self.path)
+  end
+  wait_phase(self, "join", "joining")
+  if ud:phase() ~= "joined" then
+    error(errors.from_code(ud:rc() ~= 0 and ud:rc() or -116, self.path), 0)
+  end
+end
+
+--- leave() -> true if the node was deleted, false if there was none.
+function Party:leave()
+  usable(self.client, "leave")
+  local ud = self._party
+  if ud:phase() == "joining" then wait_phase(self, "leave", "joining") end
+  if ud:phase() == "leaving" then wait_phase(self, "leave", "leaving") end -- an interrupted leave
+  local ok, why = ud:leave()
+  if not ok then
+    errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
+                 "leave: cannot start (" .. why .. ")", self.path)
+  end
+  wait_phase(self, "leave", "leaving")
+  if ud:rc() ~= 0 then error(errors.from_code(ud:rc(), self.path), 0) end
+  return ud:deleted()
+end
+
+local function member_names(self)
+  local client = self.client
+  usable(client, "members")
+  client:ensure_path(self.path)
+  local names = client:get_children(self.path)
+  if self._kind == "party" then
+    local kept = {}
+    for _, name in ipairs(names) do
+      if name:find("__party__", 1, true) then kept[#kept + 1] = name end
+    end
+    names = kept
+  end
+  return names
+end
+
+--- members() -> the identifiers of the members (unordered, like the children).
+function Party:members()
+  local names = member_names(self)
+  local ids = {}
+  if self._kind == "shallow" then
+    for i, name in ipairs(names) do ids[i] = name:match("^[^-]*%-(.*)$") or name end
+    return ids
+  end
+  local futures = {}
+  for i, name in ipairs(names) do futures[i] = self.client:get_async(join_path(self.path, name)) end
+  for _, f in ipairs(futures) do
+    local ok, data = pcall(f.get, f)
+    if ok then
+      ids[#ids + 1] = data
+    elseif not errors.is(data, errors.NoNodeError) then -- a member left meanwhile: skipped
+      error(data, 0)
+    end
+  end
+  return ids
+end
+
+function Party.__len(self)
+  return #member_names(self)
+end
+
+function Party.__pairs(self)
+  return ipairs(self:members())
+end
+
+function Party.__tostring(self)
+  return string.format("zklua.%s(%s, %s)", self._class, self.path, self._party:phase())
+end
+
+--- fn(party) runs when the session expired (or stopped) while joined: no longer a member.
+function Party:on_lost(fn)
+  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
+  self._lost_callbacks[#self._lost_callbacks + 1] = fn
+  return fn
+end
+
+function Party:_notified(code)
+  if code ~= NOTIFY_LOST then return end
+  for _, fn in ipairs(self._lost_callbacks) do
+    local ok, err = pcall(fn, self)
+    if not ok then self.client:_log("error", "error in party on_lost callback: " .. tostring(err)) end
+  end
+end
+
+local function new(class, kind, client, path, identifier)
+  local fname = class
+  check.path(fname, path)
+  if identifier ~= nil and type(identifier) ~= "string" then
+    check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
+               type(identifier) .. ")")
+  end
+  local data = check.value(fname, identifier, path, "identifier")
+  if kind == "shallow" then -- the identifier is part of the node's name
+    if data:find("/", 1, true) then
+      check.fail(fname, "identifier", "a ShallowParty identifier must not contain '/'")
+    end
+    check.path(fname, join_path(path, string.rep("0", 32) .. "-" .. data), "identifier")
+  end
+  local session = usable(client, fname)
+  local ud = core.party(session, path, data, kind, client._default_acl)
+  local self = setmetatable({ client = client, path = path, identifier = identifier,
+                              data = data, node = ud:node(), _kind = kind, _class = class,
+                              _party = ud, _lost_callbacks = {} }, Party)
+  self.create_path = join_path(path, self.node)
+  client:_add_notify_target(ud:id(), self)
+  return self
+end
+
+function recipes.Party(client, path, identifier)
+  return new("Party", "party", client, path, identifier)
+end
+
+function recipes.ShallowParty(client, path, identifier)
+  return new("ShallowParty", "shallow", client, path, identifier)
+end
+
+recipes.class = Party
+
+return recipes

@@ -1,0 +1,166 @@
+/*
+ * barrier_binding.c — the zklua.core barrier userdata: a thin wrapper over
+ * src/recipes/barrier.c (Barrier waits and DoubleBarrier members).
+ *
+ *   core.barrier(session, path, num_clients, identifier, acl) -> barrier  (num_clients 0:
+ *     a Barrier)
+ *   barrier:start("wait" | "enter" | "leave") -> true, or nil and "busy" | "closed"
+ *   barrier:give_up()
+ *   barrier:busy(), barrier:outcome() -> "pending" | "done" | "gave_up" | "failed", rc
+ *   barrier:entered(), barrier:node(), barrier:id(), barrier:inflight()
+ *
+ * The logic is in barrier.c; lua/zklua/recipes/barrier.lua waits and times out.  SUSPENDED:
+ * the step under way is repeated after the reconnection.  LOST: the operation under way goes
+ * on on the new session; an entered member's node expired, and C queues a notify event
+ * (ZKL_BARRIER_NOTIFY_LOST, target barrier:id()); no Lua is called from C.  The userdata keeps
+ * its session's userdata as a user value; once the session is closed the barrier is told to
+ * forget it.  Collecting a barrier frees it with zkl_barrier_free().
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "../recipes/barrier.h"
+#include "barrier_binding.h"
+#include "convert.h"
+#include "session_binding.h"
+
+static const char BARRIER_METATABLE[] = "zklua.core.Barrier";
+
+typedef struct {
+    zkl_barrier *barrier;
+    zkl_session *const *slot;
+} barrier_box;
+
+static zkl_barrier *check_barrier(lua_State *L)
+{
+    barrier_box *box = luaL_checkudata(L, 1, BARRIER_METATABLE);
+    if (!box->barrier)
+        luaL_error(L, "the barrier is freed");
+    if (box->slot && *box->slot == NULL) {
+        zkl_barrier_forget_session(box->barrier);
+        box->slot = NULL;
+    }
+    return box->barrier;
+}
+
+static int barrier_new(lua_State *L)
+{
+    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
+    if (!*slot)
+        return luaL_error(L, "the session is closed");
+    const char *path = luaL_checkstring(L, 2);
+    lua_Integer n = luaL_checkinteger(L, 3);
+    if (n < 0 || n > 0x7fffffff)
+        return luaL_argerror(L, 3, "num_clients out of range");
+    size_t len = 0;
+    const char *data = luaL_optlstring(L, 4, "", &len);
+    if (len > 0x7fffffff)
+        return luaL_argerror(L, 4, "identifier too large");
+    const struct ACL_vector *acl = NULL;
+    if (!lua_isnoneornil(L, 5))
+        acl = zkl_check_acl_list(L, 5, "acl");
+    barrier_box *box = lua_newuserdatauv(L, sizeof *box, 1);
+    box->barrier = NULL;
+    box->slot = NULL;
+    luaL_setmetatable(L, BARRIER_METATABLE);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    box->barrier = zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl);
+    if (!box->barrier)
+        return luaL_error(L, "cannot make a barrier: %s", strerror(errno));
+    box->slot = slot;
+    return 1;
+}
+
+static int barrier_start(lua_State *L)
+{
+    zkl_barrier *b = check_barrier(L);
+    static const char *const ops[] = {"wait", "enter", "leave", NULL};
+    int op = luaL_checkoption(L, 2, NULL, ops) + 1;
+    if (zkl_barrier_start(b, (zkl_barrier_op)op) == 0) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, errno == EALREADY ? "busy" : "closed");
+    return 2;
+}
+
+static int barrier_give_up(lua_State *L)
+{
+    zkl_barrier_give_up(check_barrier(L));
+    return 0;
+}
+
+static int barrier_busy(lua_State *L)
+{
+    lua_pushboolean(L, zkl_barrier_busy(check_barrier(L)));
+    return 1;
+}
+
+static int barrier_outcome(lua_State *L)
+{
+    static const char *const names[] = {"pending", "done", "gave_up", "failed"};
+    int rc;
+    zkl_barrier_outcome o = zkl_barrier_outcome_of(check_barrier(L), &rc);
+    lua_pushstring(L, names[o]);
+    lua_pushinteger(L, rc);
+    return 2;
+}
+
+static int barrier_entered(lua_State *L)
+{
+    lua_pushboolean(L, zkl_barrier_entered(check_barrier(L)));
+    return 1;
+}
+
+static int barrier_node(lua_State *L)
+{
+    lua_pushstring(L, zkl_barrier_node(check_barrier(L)));
+    return 1;
+}
+
+static int barrier_id(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_barrier_id(check_barrier(L)));
+    return 1;
+}
+
+static int barrier_inflight(lua_State *L)
+{
+    lua_pushinteger(L, zkl_barrier_inflight(check_barrier(L)));
+    return 1;
+}
+
+static int barrier_gc(lua_State *L)
+{
+    barrier_box *box = luaL_checkudata(L, 1, BARRIER_METATABLE);
+    if (!box->barrier)
+        return 0;
+    if (box->slot && *box->slot == NULL)
+        zkl_barrier_forget_session(box->barrier);
+    zkl_barrier_free(box->barrier);
+    box->barrier = NULL;
+    box->slot = NULL;
+    return 0;
+}
+
+static const luaL_Reg barrier_methods[] = {
+    {"start", barrier_start},     {"give_up", barrier_give_up}, {"busy", barrier_busy},
+    {"outcome", barrier_outcome}, {"entered", barrier_entered}, {"node", barrier_node},
+    {"id", barrier_id},           {"inflight", barrier_inflight}, {NULL, NULL},
+};
+
+void zkl_register_barrier(lua_State *L)
+{
+    if (luaL_newmetatable(L, BARRIER_METATABLE)) {
+        lua_newtable(L);
+        luaL_setfuncs(L, barrier_methods, 0);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, barrier_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, barrier_new);
+    lua_setfield(L, -2, "barrier");
+}

@@ -1,0 +1,73 @@
+/*
+ * counter.h — kazoo's Counter as a C state machine (no Lua here).
+ *
+ * Layout (kazoo 2.8, shared with kazoo processes): one persistent node <path> (created with its
+ * parents, empty data, when missing) whose data is the value: the ASCII repr Python gives it
+ * ("3" for an int counter, never "3.0"; "3.5", "1e+16", "inf" for a float counter), or with
+ * support_curator a 4-byte big-endian signed int (curator's SharedCount).  Empty data is the
+ * default.  An update reads the value and its version, then sets value + delta with that
+ * version; on BadVersion it reads again (no limit: every BadVersion means someone else's
+ * update went through).
+ *
+ * Everything runs on the session's owner thread (routed ops, see route.h).  The owner starts
+ * one read or add at a time and polls the phase; it waits itself.
+ *
+ * - SUSPENDED (connection loss, operation timeout): the step under way is repeated once the
+ *   session is CONNECTED again.  A set whose reply was lost is ambiguous: the next read counts
+ *   it as applied when the node's version is exactly one past the version we set against and
+ *   its data is exactly what we wrote (kazoo retries blindly and may add twice); only a
+ *   concurrent client making the identical change at the identical version can fool this.
+ * - LOST (session expired): the read or add under way starts again on the new session (with
+ *   the same ambiguity rule for a set in flight).  The counter node is persistent: nothing is
+ *   lost.  Stopped session (ZCLOSING) or auth failure: the operation fails with that rc.
+ * - zkl_counter_free() with ops in flight leaves the counter allocated ("orphaned") until they
+ *   came back; an orphaned operation is abandoned (it stops after its current op).
+ */
+#ifndef ZKL_COUNTER_H
+#define ZKL_COUNTER_H
+
+#include <stdint.h>
+
+#include "../core/session.h"
+
+typedef struct zkl_counter zkl_counter;
+
+typedef enum { ZKL_COUNTER_INT = 0, ZKL_COUNTER_FLOAT = 1, ZKL_COUNTER_CURATOR = 2 } zkl_counter_kind;
+
+typedef union {
+    int64_t i;
+    double f;
+} zkl_counter_value;
+
+typedef enum {
+    ZKL_COUNTER_IDLE = 0,
+    ZKL_COUNTER_BUSY
+} zkl_counter_phase;
+
+typedef enum {
+    ZKL_COUNTER_OK = 0,      /* done: see the values */
+    ZKL_COUNTER_FAILED,      /* a ZooKeeper error: see rc */
+    ZKL_COUNTER_BAD_DATA,    /* the node's data is not a value of the counter's type */
+    ZKL_COUNTER_OVERFLOW     /* the sum does not fit (int64, or int32 for curator) */
+} zkl_counter_outcome;
+
+/* NULL when out of memory (errno set).  def: the default (i or f by kind). */
+zkl_counter *zkl_counter_new(zkl_session *s, const char *path, zkl_counter_kind kind,
+                             zkl_counter_value def);
+void zkl_counter_free(zkl_counter *c);
+void zkl_counter_forget_session(zkl_counter *c);
+
+/* Starts a read (add = 0) or an add of delta: 0, or -1 with errno EALREADY / ENOTCONN. */
+int zkl_counter_start(zkl_counter *c, int add, zkl_counter_value delta);
+zkl_counter_phase zkl_counter_phase_of(const zkl_counter *c);
+/* The last operation's outcome; *rc with FAILED. */
+zkl_counter_outcome zkl_counter_outcome_of(const zkl_counter *c, int *rc);
+/* The value read (a read), or pre and post values (an add). */
+zkl_counter_value zkl_counter_pre(const zkl_counter *c);
+zkl_counter_value zkl_counter_post(const zkl_counter *c);
+long zkl_counter_inflight(const zkl_counter *c);
+
+/* Python's repr of a float (shortest round-trip, "1e+16", "inf", "nan"); returns the length. */
+int zkl_counter_float_repr(double v, char *out, size_t size);
+
+#endif
