@@ -57,7 +57,7 @@ end
 
 --- Waits at most timeout seconds (nil: no limit); true when resolved.
 function Future:wait(timeout)
-  check.timeout("wait", timeout)
+  if timeout ~= nil then check.timeout("wait", timeout) end
   if self.done then return true end
   local future = self
   return self._handler.wait(function() return future.done end, timeout)
@@ -65,7 +65,7 @@ end
 
 --- The result, or raises the error; raises TimeoutError if not resolved within timeout.
 function Future:get(timeout)
-  check.timeout("get", timeout)
+  if timeout ~= nil then check.timeout("get", timeout) end
   if not self.done and not self:wait(timeout) then
     errors.raise(errors.TimeoutError, "no result within " .. tostring(timeout) .. " s")
   end

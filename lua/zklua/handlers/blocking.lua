@@ -48,9 +48,9 @@ end
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
 -- Returns done()'s final answer.
 function blocking.wait(done, timeout)
+  if done() then return true end
   local deadline = timeout and core.monotonic() + timeout
   while true do
-    if done() then return true end
     if dispatch_all() == 0 then
       if done() then return true end
       local remaining = deadline and deadline - core.monotonic()
@@ -64,6 +64,7 @@ function blocking.wait(done, timeout)
         core.poll(list, remaining)
       end
     end
+    if done() then return true end
   end
 end
 
