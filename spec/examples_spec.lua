@@ -1,0 +1,33 @@
+-- Every script in examples/ runs as written, against a real server (ZKLUA_HOSTS points it there).
+local testing = require "zklua.testing"
+
+local function run_example(name, hosts)
+  local cmd = string.format("ZKLUA_HOSTS=%s ./zklua examples/%s 2>&1", hosts, name)
+  local pipe = assert(io.popen(cmd, "r"))
+  local out = pipe:read("*a")
+  local ok, _, code = pipe:close()
+  return ok == true or code == 0, out
+end
+
+describe("examples", function()
+  local server
+  setup(function() server = testing.server() end)
+  teardown(function() server:stop() end)
+
+  it("hello.lua connects, writes, watches and stops", function()
+    local ok, out = run_example("hello.lua", server.hosts)
+    assert.is_true(ok, out)
+    assert.matches("session\tCONNECTED", out, 1, true)
+    assert.matches("config is now\tv1", out, 1, true)
+    assert.matches("session\tLOST", out, 1, true)
+  end)
+
+  it("demo.lua shows workers joining, leaving, an expiry and a rejoin", function()
+    local ok, out = run_example("demo.lua", server.hosts)
+    assert.is_true(ok, out)
+    assert.matches("workers now: [worker-1, worker-2, worker-3]", out, 1, true)
+    assert.matches("expiring worker-1's session", out, 1, true)
+    assert.matches("worker-1   session LOST", out, 1, true)
+    assert.matches("done", out, 1, true)
+  end)
+end)
