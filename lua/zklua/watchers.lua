@@ -18,6 +18,8 @@ local check = require "zklua.check"
 local watchers = {}
 
 local function call_func(client, watch, ...)
+  -- a fetch may finish after the watch stopped (fn returned false meanwhile): stay silent
+  if watch.stopped or not watch.func then return end
   local ok, result = pcall(watch.func, ...)
   if not ok then
     client:_log("error", "error in " .. watch.kind .. " function: " .. tostring(result))

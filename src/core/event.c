@@ -10,16 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void free_acl_vector(struct ACL_vector *v)
-{
-    for (int i = 0; i < v->count; i++) {
-        free(v->data[i].id.scheme);
-        free(v->data[i].id.id);
-    }
-    free(v->data);
-    v->data = NULL;
-    v->count = 0;
-}
+#include "acl.h"
 
 void zkl_multi_free(zkl_multi *m)
 {
@@ -27,7 +18,7 @@ void zkl_multi_free(zkl_multi *m)
         return;
     for (int i = 0; i < m->count; i++) {
         free(m->path_bufs[i]);
-        free_acl_vector(&m->acls[i]);
+        zkl_acl_free(&m->acls[i]);
     }
     for (int i = 0; i < m->owned_count; i++)
         free(m->owned[i]);
@@ -120,23 +111,6 @@ static const char *own_string(zkl_multi *m, const char *s)
     return own_copy(m, s, (int)strlen(s));
 }
 
-static int copy_acl_vector(struct ACL_vector *dst, const struct ACL_vector *src)
-{
-    dst->count = 0;
-    dst->data = calloc(src->count ? (size_t)src->count : 1, sizeof *dst->data);
-    if (!dst->data)
-        return -1;
-    for (int i = 0; i < src->count; i++) {
-        dst->data[i].perms = src->data[i].perms;
-        dst->data[i].id.scheme = strdup(src->data[i].id.scheme);
-        dst->data[i].id.id = strdup(src->data[i].id.id);
-        dst->count++;
-        if (!dst->data[i].id.scheme || !dst->data[i].id.id)
-            return -1;
-    }
-    return 0;
-}
-
 /* Starts op slot m->count with empty side buffers; the caller fills ops[count] and bumps it. */
 static int begin_op(zkl_multi *m)
 {
@@ -162,7 +136,7 @@ int zkl_multi_add_create(zkl_multi *m, const char *path, const char *data, int l
     m->path_bufs[i] = malloc((size_t)buflen);
     const char *p = own_string(m, path);
     const char *d = own_copy(m, data ? data : "", len);
-    if (!m->path_bufs[i] || !p || !d || copy_acl_vector(&m->acls[i], acl) != 0) {
+    if (!m->path_bufs[i] || !p || !d || zkl_acl_copy(&m->acls[i], acl) != 0) {
         m->count++; /* so zkl_multi_free releases this slot's buffers */
         return -1;
     }

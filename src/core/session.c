@@ -376,6 +376,11 @@ void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ct
     }
 }
 
+uint64_t zkl_session_new_target(zkl_session *s)
+{
+    return ++s->next_target;
+}
+
 int zkl_session_notify(zkl_session *s, uint64_t target, int code)
 {
     zkl_event *ev = calloc(1, sizeof *ev);

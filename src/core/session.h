@@ -58,6 +58,10 @@ typedef struct zkl_state_listener {
 int zkl_session_add_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx); /* 0 or -1 */
 void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ctx);
 
+/* A notify target id for one C recipe: 1, 2, 3, ... per session, never handed out twice by
+ * the same session, so every recipe of a session (lock, party, barrier alike) has its own. */
+uint64_t zkl_session_new_target(zkl_session *s);
+
 /* Queues a ZKL_EV_NOTIFY event (id = target, type = code) for the caller of next(). */
 int zkl_session_notify(zkl_session *s, uint64_t target, int code);
 

@@ -42,6 +42,7 @@ struct zkl_session {
     zkl_state state;
     zkl_client_state client_state;
     uint64_t next_op_id;
+    uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
 
     zkl_auth *auths;

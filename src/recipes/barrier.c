@@ -6,16 +6,14 @@
 #include "barrier.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../core/acl.h"
 #include "../core/ops.h"
+#include "common.h"
 
-enum { UUID_BYTES = 16, MAX_ENSURE_ROUNDS = 10 };
+enum { MAX_ENSURE_ROUNDS = 10 };
 
 typedef enum {
     S_NONE,
@@ -46,76 +44,6 @@ struct zkl_barrier {
     long inflight;
 };
 
-static atomic_uint_fast64_t next_barrier_id = 1;
-
-static int uuid4_hex(char out[2 * UUID_BYTES + 1])
-{
-    unsigned char b[UUID_BYTES];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t r = read(fd, b + got, sizeof b - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            close(fd);
-            errno = EIO;
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    for (int i = 0; i < UUID_BYTES; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    return 0;
-}
-
-static char *join(const char *path, const char *name)
-{
-    size_t plen = strlen(path), nlen = strlen(name);
-    if (plen == 1)
-        plen = 0;
-    char *out = malloc(plen + nlen + 2);
-    if (!out)
-        return NULL;
-    memcpy(out, path, plen);
-    out[plen] = '/';
-    memcpy(out + plen + 1, name, nlen + 1);
-    return out;
-}
-
-static int copy_acl(struct ACL_vector *dst, const struct ACL_vector *src)
-{
-    dst->count = 0;
-    dst->data = calloc(src->count > 0 ? (size_t)src->count : 1, sizeof *dst->data);
-    if (!dst->data)
-        return -1;
-    for (int i = 0; i < src->count; i++) {
-        dst->data[i].perms = src->data[i].perms;
-        dst->data[i].id.scheme = strdup(src->data[i].id.scheme ? src->data[i].id.scheme : "");
-        dst->data[i].id.id = strdup(src->data[i].id.id ? src->data[i].id.id : "");
-        dst->count++;
-        if (!dst->data[i].id.scheme || !dst->data[i].id.id)
-            return -1;
-    }
-    return 0;
-}
-
-static void free_acl(struct ACL_vector *v)
-{
-    for (int i = 0; i < v->count; i++) {
-        free(v->data[i].id.scheme);
-        free(v->data[i].id.id);
-    }
-    free(v->data);
-    v->data = NULL;
-    v->count = 0;
-}
-
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
 
 static void finish(zkl_barrier *b, zkl_barrier_outcome outcome, int rc)
@@ -145,21 +73,8 @@ static uint64_t submit(zkl_barrier *b)
         return counted(b, zkl_op_create(s, b->own_path, b->data, b->data_len, &b->acl,
                                         ZOO_EPHEMERAL, 0, r), 0);
     case S_ENSURE: {
-        char *buf = strdup(b->path);
-        uint64_t id = 0;
-        if (!buf)
-            return 0;
-        for (char *q = buf + 1;; q++) {
-            if (*q != '/' && *q != '\0')
-                continue;
-            char ch = *q;
-            *q = '\0';
-            id = counted(b, zkl_op_create(s, buf, "", 0, &b->acl, ZOO_PERSISTENT, 0, r), 0);
-            if (ch == '\0')
-                break;
-            *q = ch;
-        }
-        free(buf);
+        uint64_t id;
+        zkl_create_path(s, b->path, &b->acl, r, &b->inflight, &id);
         return id;
     }
     case S_EXISTS_READY:
@@ -177,7 +92,7 @@ static uint64_t submit(zkl_barrier *b)
     case S_CLEANUP:
         return counted(b, zkl_op_delete(s, b->own_path, -1, r), 0);
     case S_EXISTS_OTHER: {
-        char *p = join(b->path, b->other);
+        char *p = zkl_join_path(b->path, b->other);
         uint64_t id = p ? counted(b, zkl_op_exists(s, p, 1, r), 1) : 0;
         free(p);
         return b->watch_id = id;
@@ -400,7 +315,7 @@ static void destroy(zkl_barrier *b)
     free(b->ready_path);
     free(b->data);
     free(b->other);
-    free_acl(&b->acl);
+    zkl_acl_free(&b->acl);
     free(b);
 }
 
@@ -490,18 +405,18 @@ zkl_barrier *zkl_barrier_new(zkl_session *s, const char *path, int num_clients,
     b->s = s;
     b->route.fn = on_route;
     b->route.ctx = b;
-    b->id = atomic_fetch_add(&next_barrier_id, 1) | (UINT64_C(1) << 49); /* apart from others */
+    b->id = zkl_session_new_target(s);
     b->num_clients = num_clients;
-    char uuid[2 * UUID_BYTES + 1];
+    char uuid[ZKL_UUID_HEX_LEN + 1];
     errno = 0;
     b->path = strdup(path);
     b->data = malloc(len > 0 ? (size_t)len : 1);
-    if (!b->path || !b->data || uuid4_hex(uuid) != 0 ||
-        copy_acl(&b->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+    if (!b->path || !b->data || zkl_uuid4_hex(uuid) != 0 ||
+        zkl_acl_copy(&b->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
         goto fail;
     b->node = strdup(uuid);
-    b->own_path = join(path, uuid);
-    b->ready_path = join(path, "ready");
+    b->own_path = zkl_join_path(path, uuid);
+    b->ready_path = zkl_join_path(path, "ready");
     if (!b->node || !b->own_path || !b->ready_path)
         goto fail;
     if (len > 0)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../core/ops.h"
+#include "common.h"
 
 enum { MAX_ENSURE_ROUNDS = 10, DATA_MAX = 64 };
 
@@ -102,8 +103,8 @@ int zkl_counter_float_repr(double v, char *out, size_t size)
             for (int i = 1; i < nd; i++)
                 res[n++] = digits[i];
         }
-        n += snprintf(res + n, sizeof res - (size_t)n, "e%c%02d", decpt - 1 < 0 ? '-' : '+',
-                      abs(decpt - 1));
+        snprintf(res + n, sizeof res - (size_t)n, "e%c%02d", decpt - 1 < 0 ? '-' : '+',
+                 abs(decpt - 1));
     }
     return snprintf(out, size, "%s", res);
 }
@@ -202,24 +203,9 @@ static uint64_t submit(zkl_counter *c)
         return counted(c, zkl_op_set(c->s, c->path, c->written, c->written_len, c->set_version,
                                      &c->route));
     case STEP_ENSURE: {
-        /* every prefix in order (one session's requests are handled in order) */
-        char *buf = strdup(c->path);
-        uint64_t id = 0;
-        if (!buf)
-            return 0;
-        for (char *p = buf + 1;; p++) {
-            if (*p != '/' && *p != '\0')
-                continue;
-            char ch = *p;
-            *p = '\0';
-            id = counted(c, zkl_op_create(c->s, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE,
-                                          ZOO_PERSISTENT, 0, &c->route));
-            if (ch == '\0')
-                break;
-            *p = ch;
-        }
-        free(buf);
-        return id; /* the last create (the path itself) decides */
+        uint64_t id; /* the last create (the path itself) decides */
+        zkl_create_path(c->s, c->path, &ZOO_OPEN_ACL_UNSAFE, &c->route, &c->inflight, &id);
+        return id;
     }
     default:
         return 0;

@@ -13,16 +13,15 @@
 #include "lock.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../core/acl.h"
 #include "../core/ops.h"
+#include "common.h"
 
-enum { SEQ_DIGITS = 10, UUID_BYTES = 16, MAX_ENSURE_ROUNDS = 10 };
+enum { SEQ_DIGITS = 10, MAX_ENSURE_ROUNDS = 10 };
 
 static const char EXCLUSIVE_MARK[] = "__lock__";
 static const char SHARED_MARK[] = "__rlock__";
@@ -75,86 +74,7 @@ struct zkl_lock {
     long inflight;    /* routed ops and watches not yet come back */
 };
 
-static atomic_uint_fast64_t next_lock_id = 1;
-
 /* ---------------------------------------------------------------- helpers */
-
-static int random_bytes(unsigned char *buf, size_t n)
-{
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            close(fd);
-            errno = r == 0 ? EIO : errno;
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    return 0;
-}
-
-/* A uuid4 as 32 lowercase hex digits (Python's uuid.uuid4().hex). */
-static int uuid4_hex(char out[2 * UUID_BYTES + 1])
-{
-    unsigned char b[UUID_BYTES];
-    if (random_bytes(b, sizeof b) != 0)
-        return -1;
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    for (int i = 0; i < UUID_BYTES; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    return 0;
-}
-
-/* path + "/" + name (no doubled slash under "/"). */
-static char *join(const char *path, const char *name)
-{
-    size_t plen = strlen(path), nlen = strlen(name);
-    if (plen == 1)
-        plen = 0; /* "/" */
-    char *out = malloc(plen + nlen + 2);
-    if (!out)
-        return NULL;
-    memcpy(out, path, plen);
-    out[plen] = '/';
-    memcpy(out + plen + 1, name, nlen + 1);
-    return out;
-}
-
-static int copy_acl(struct ACL_vector *dst, const struct ACL_vector *src)
-{
-    dst->count = 0;
-    dst->data = calloc(src->count > 0 ? (size_t)src->count : 1, sizeof *dst->data);
-    if (!dst->data)
-        return -1;
-    for (int i = 0; i < src->count; i++) {
-        dst->data[i].perms = src->data[i].perms;
-        dst->data[i].id.scheme = strdup(src->data[i].id.scheme ? src->data[i].id.scheme : "");
-        dst->data[i].id.id = strdup(src->data[i].id.id ? src->data[i].id.id : "");
-        dst->count++;
-        if (!dst->data[i].id.scheme || !dst->data[i].id.id)
-            return -1;
-    }
-    return 0;
-}
-
-static void free_acl(struct ACL_vector *v)
-{
-    for (int i = 0; i < v->count; i++) {
-        free(v->data[i].id.scheme);
-        free(v->data[i].id.id);
-    }
-    free(v->data);
-    v->data = NULL;
-    v->count = 0;
-}
 
 static void set_string(char **field, char *value)
 {
@@ -338,25 +258,11 @@ static void notify_lost(zkl_lock *l)
 static uint64_t submit_create(zkl_lock *l)
 {
     if (l->need_ensure && strcmp(l->path, "/") != 0) {
-        /* every prefix in order (one session's requests are handled in order) */
-        char *buf = strdup(l->path);
-        if (!buf)
+        uint64_t last;
+        if (zkl_create_path(l->s, l->path, &l->acl, &l->route, &l->inflight, &last) != 0)
             return 0;
         l->ensure_rc = ZOK;
-        for (char *p = buf + 1;; p++) {
-            if (*p != '/' && *p != '\0')
-                continue;
-            char c = *p;
-            *p = '\0';
-            uint64_t id = counted(l, zkl_op_create(l->s, buf, "", 0, &l->acl, ZOO_PERSISTENT, 0,
-                                                   &l->route), 0);
-            if (c == '\0') {
-                l->ensure_op_id = id;
-                break;
-            }
-            *p = c;
-        }
-        free(buf);
+        l->ensure_op_id = last;
     }
     int flags = l->ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL;
     return counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl, flags,
@@ -375,16 +281,16 @@ static uint64_t submit_step(zkl_lock *l)
     case STEP_CHECK:
         return counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
     case STEP_STAT:
-        if ((p = join(l->path, l->node)) != NULL)
+        if ((p = zkl_join_path(l->path, l->node)) != NULL)
             id = counted(l, zkl_op_exists(l->s, p, 0, &l->route), 0);
         break;
     case STEP_WATCH:
-        if ((p = join(l->path, l->blocker)) != NULL)
+        if ((p = zkl_join_path(l->path, l->blocker)) != NULL)
             id = counted(l, zkl_op_get(l->s, p, 1, &l->route), 1);
         l->watch_id = id;
         break;
     case STEP_DELETE:
-        if ((p = join(l->path, l->node)) != NULL)
+        if ((p = zkl_join_path(l->path, l->node)) != NULL)
             id = counted(l, zkl_op_delete(l->s, p, -1, &l->route), 0);
         break;
     default:
@@ -670,7 +576,7 @@ static void destroy(zkl_lock *l)
     free(l->data);
     free(l->node);
     free(l->blocker);
-    free_acl(&l->acl);
+    zkl_acl_free(&l->acl);
     free(l);
 }
 
@@ -739,22 +645,22 @@ zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int l
     l->s = s;
     l->route.fn = on_route;
     l->route.ctx = l;
-    l->id = atomic_fetch_add(&next_lock_id, 1);
+    l->id = zkl_session_new_target(s);
     l->kind = kind;
     l->release_rc = ZOK;
-    char uuid[2 * UUID_BYTES + 1];
+    char uuid[ZKL_UUID_HEX_LEN + 1];
     const char *mark = kind == ZKL_LOCK_SHARED ? SHARED_MARK : EXCLUSIVE_MARK;
     l->path = strdup(path);
     l->data = malloc(len > 0 ? (size_t)len : 1);
     l->prefix = malloc(sizeof uuid + sizeof SHARED_MARK);
-    if (!l->path || !l->data || !l->prefix || uuid4_hex(uuid) != 0 ||
-        copy_acl(&l->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+    if (!l->path || !l->data || !l->prefix || zkl_uuid4_hex(uuid) != 0 ||
+        zkl_acl_copy(&l->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
         goto fail;
     if (len > 0)
         memcpy(l->data, data, (size_t)len);
     l->data_len = len > 0 ? len : 0;
     snprintf(l->prefix, sizeof uuid + sizeof SHARED_MARK, "%s%s", uuid, mark);
-    l->create_path = join(path, l->prefix);
+    l->create_path = zkl_join_path(path, l->prefix);
     if (!l->create_path || zkl_session_add_state_listener(s, on_state, l) != 0)
         goto fail;
     l->listening = 1;

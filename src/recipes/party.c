@@ -5,16 +5,15 @@
 #include "party.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../core/acl.h"
 #include "../core/ops.h"
+#include "common.h"
 
-enum { UUID_BYTES = 16, MAX_ENSURE_ROUNDS = 10 };
+enum { MAX_ENSURE_ROUNDS = 10 };
 
 typedef enum { STEP_NONE, STEP_CREATE, STEP_ENSURE, STEP_DELETE } party_step;
 
@@ -33,62 +32,6 @@ struct zkl_party {
     uint64_t op_id;
     long inflight;
 };
-
-static atomic_uint_fast64_t next_party_id = 1;
-
-static int uuid4_hex(char out[2 * UUID_BYTES + 1])
-{
-    unsigned char b[UUID_BYTES];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t r = read(fd, b + got, sizeof b - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            close(fd);
-            errno = EIO;
-            return -1;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    for (int i = 0; i < UUID_BYTES; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    return 0;
-}
-
-static int copy_acl(struct ACL_vector *dst, const struct ACL_vector *src)
-{
-    dst->count = 0;
-    dst->data = calloc(src->count > 0 ? (size_t)src->count : 1, sizeof *dst->data);
-    if (!dst->data)
-        return -1;
-    for (int i = 0; i < src->count; i++) {
-        dst->data[i].perms = src->data[i].perms;
-        dst->data[i].id.scheme = strdup(src->data[i].id.scheme ? src->data[i].id.scheme : "");
-        dst->data[i].id.id = strdup(src->data[i].id.id ? src->data[i].id.id : "");
-        dst->count++;
-        if (!dst->data[i].id.scheme || !dst->data[i].id.id)
-            return -1;
-    }
-    return 0;
-}
-
-static void free_acl(struct ACL_vector *v)
-{
-    for (int i = 0; i < v->count; i++) {
-        free(v->data[i].id.scheme);
-        free(v->data[i].id.id);
-    }
-    free(v->data);
-    v->data = NULL;
-    v->count = 0;
-}
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
 
@@ -123,22 +66,8 @@ static uint64_t submit(zkl_party *p)
     case STEP_DELETE:
         return counted(p, zkl_op_delete(p->s, p->create_path, -1, &p->route));
     case STEP_ENSURE: {
-        char *buf = strdup(p->path);
-        uint64_t id = 0;
-        if (!buf)
-            return 0;
-        for (char *q = buf + 1;; q++) {
-            if (*q != '/' && *q != '\0')
-                continue;
-            char ch = *q;
-            *q = '\0';
-            id = counted(p, zkl_op_create(p->s, buf, "", 0, &p->acl, ZOO_PERSISTENT, 0,
-                                          &p->route));
-            if (ch == '\0')
-                break;
-            *q = ch;
-        }
-        free(buf);
+        uint64_t id;
+        zkl_create_path(p->s, p->path, &p->acl, &p->route, &p->inflight, &id);
         return id;
     }
     default:
@@ -216,7 +145,7 @@ static void destroy(zkl_party *p)
     free(p->node);
     free(p->create_path);
     free(p->data);
-    free_acl(&p->acl);
+    zkl_acl_free(&p->acl);
     free(p);
 }
 
@@ -286,16 +215,14 @@ zkl_party *zkl_party_new(zkl_session *s, const char *path, const char *data, int
     p->s = s;
     p->route.fn = on_route;
     p->route.ctx = p;
-    p->id = atomic_fetch_add(&next_party_id, 1) | (UINT64_C(1) << 48); /* apart from locks' */
-    char uuid[2 * UUID_BYTES + 1];
-    size_t plen = strlen(path);
+    p->id = zkl_session_new_target(s);
+    char uuid[ZKL_UUID_HEX_LEN + 1];
     p->path = strdup(path);
     p->data = malloc(len > 0 ? (size_t)len : 1);
     p->node = malloc(sizeof uuid + 10 + (size_t)(len > 0 ? len : 0));
-    p->create_path = malloc(plen + sizeof uuid + 12 + (size_t)(len > 0 ? len : 0));
     errno = 0;
-    if (!p->path || !p->data || !p->node || !p->create_path || uuid4_hex(uuid) != 0 ||
-        copy_acl(&p->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+    if (!p->path || !p->data || !p->node || zkl_uuid4_hex(uuid) != 0 ||
+        zkl_acl_copy(&p->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
         goto fail;
     if (len > 0)
         memcpy(p->data, data, (size_t)len);
@@ -304,8 +231,8 @@ zkl_party *zkl_party_new(zkl_session *s, const char *path, const char *data, int
         sprintf(p->node, "%s-%.*s", uuid, p->data_len, p->data);
     else
         sprintf(p->node, "%s__party__", uuid);
-    sprintf(p->create_path, "%s/%s", plen == 1 ? "" : path, p->node);
-    if (zkl_session_add_state_listener(s, on_state, p) != 0)
+    p->create_path = zkl_join_path(path, p->node);
+    if (!p->create_path || zkl_session_add_state_listener(s, on_state, p) != 0)
         goto fail;
     p->listening = 1;
     return p;

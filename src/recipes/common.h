@@ -1,0 +1,32 @@
+/*
+ * common.h — the small helpers every recipe needs: a uuid4 for a node name, a child's path,
+ * and the creates that make a recipe's path (with its parents) when it is missing.
+ *
+ * Guarantees: nothing here keeps state or calls Lua; zkl_uuid4_hex() fills out only on
+ * success; zkl_join_path() never doubles the slash under "/"; zkl_create_path() submits its
+ * creates in path order on the caller's (owner) thread and counts each one it submitted.
+ */
+#ifndef ZKL_RECIPES_COMMON_H
+#define ZKL_RECIPES_COMMON_H
+
+#include <stdint.h>
+
+#include "../core/session.h"
+
+enum { ZKL_UUID_HEX_LEN = 32 };
+
+/* A random uuid4 as 32 lowercase hex digits and a NUL (Python's uuid.uuid4().hex), read from
+ * /dev/urandom: 0, or -1 with errno. */
+int zkl_uuid4_hex(char out[ZKL_UUID_HEX_LEN + 1]);
+
+/* parent + "/" + name, malloc'd (parent "/" gives "/name"); NULL when out of memory. */
+char *zkl_join_path(const char *parent, const char *name);
+
+/* Submits a routed persistent, empty create for every prefix of path in order ("/a", "/a/b",
+ * ..., path itself; one session's requests are handled in order), adding 1 to *inflight for
+ * each submitted.  *last_id: the id of the create of path itself (0 if it was not submitted).
+ * 0, or -1 when out of memory before anything was submitted (*last_id 0). */
+int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *acl,
+                    const zkl_route *route, long *inflight, uint64_t *last_id);
+
+#endif
