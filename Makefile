@@ -37,7 +37,7 @@ zklua: build/obj/cli/main.o $(LUA_OBJ) build/libzklua_core.a
 deps:
 	@scripts/ensure-deps
 
-test: deps all
+test: deps all lint
 	scripts/run-specs
 
 demo: deps all
