@@ -302,6 +302,29 @@ end
 
 -- ---------------------------------------------------------------- submitting ops
 
+--- What a synchronous call returns: future's result once it is in.  When this client waits
+-- alone under the blocking handler, it handles its own events until the future is resolved,
+-- sleeping on its session in between (the handler's loop, without its generality); otherwise
+-- the handler waits, running every client's events.  Either way the queue is left empty.
+function Client:_result(future)
+  local session = self._session
+  if future.done or not session or self.handler ~= blocking or not blocking.alone(self) then
+    return future:get()
+  end
+  local kind, a, b, c, d, e
+  repeat
+    kind, a, b, c, d, e = session:next()
+    if kind then
+      self:_handle(kind, a, b, c, d, e)
+      session = self._session
+      if not session then break end -- closed by a callback: stop() resolved the future
+    elseif not future.done then
+      session:wait()
+    end
+  until kind == nil and future.done
+  return future:get()
+end
+
 local function ensure_usable(client, fname)
   if not client._session or client._stopped then
     errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
@@ -366,7 +389,7 @@ function Client:create_async(path, value, opts)
 end
 
 function Client:create(path, value, opts)
-  return self:create_async(path, value, opts):get()
+  return self:_result(self:create_async(path, value, opts))
 end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
@@ -392,7 +415,7 @@ function Client:ensure_path_async(path, acl)
 end
 
 function Client:ensure_path(path, acl)
-  return self:ensure_path_async(path, acl):get()
+  return self:_result(self:ensure_path_async(path, acl))
 end
 
 --- exists_async(path, watch) -> future of the stat, or nil when there is no node
@@ -404,7 +427,7 @@ function Client:exists_async(path, watch)
 end
 
 function Client:exists(path, watch)
-  return self:exists_async(path, watch):get()
+  return self:_result(self:exists_async(path, watch))
 end
 
 --- get_async(path, watch) -> future of data, stat
@@ -416,7 +439,7 @@ function Client:get_async(path, watch)
 end
 
 function Client:get(path, watch)
-  return self:get_async(path, watch):get()
+  return self:_result(self:get_async(path, watch))
 end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
@@ -435,7 +458,7 @@ function Client:get_children_async(path, watch, include_data)
 end
 
 function Client:get_children(path, watch, include_data)
-  return self:get_children_async(path, watch, include_data):get()
+  return self:_result(self:get_children_async(path, watch, include_data))
 end
 
 --- set_async(path, value, version) -> future of the new stat
@@ -448,7 +471,7 @@ function Client:set_async(path, value, version)
 end
 
 function Client:set(path, value, version)
-  return self:set_async(path, value, version):get()
+  return self:_result(self:set_async(path, value, version))
 end
 
 --- delete_async(path, version) -> future of true
@@ -484,7 +507,7 @@ end
 --- delete(path, version, recursive) -> true.  recursive deletes the whole subtree.
 function Client:delete(path, version, recursive)
   recursive = check.flag("delete", recursive, "recursive")
-  if not recursive then return self:delete_async(path, version):get() end
+  if not recursive then return self:_result(self:delete_async(path, version)) end
   check.path("delete", path)
   check.version("delete", version)
   if version ~= nil and version ~= -1 then
@@ -503,7 +526,7 @@ function Client:get_acls_async(path)
 end
 
 function Client:get_acls(path)
-  return self:get_acls_async(path):get()
+  return self:_result(self:get_acls_async(path))
 end
 
 --- set_acls_async(path, acls, version) -> future of the node's stat after the change
@@ -521,7 +544,7 @@ function Client:set_acls_async(path, acls, version)
 end
 
 function Client:set_acls(path, acls, version)
-  return self:set_acls_async(path, acls, version):get()
+  return self:_result(self:set_acls_async(path, acls, version))
 end
 
 --- sync_async(path) -> future of the path, once the server caught up with the leader
@@ -532,7 +555,7 @@ function Client:sync_async(path)
 end
 
 function Client:sync(path)
-  return self:sync_async(path):get()
+  return self:_result(self:sync_async(path))
 end
 
 --- add_auth_async(scheme, credential) -> future of true; re-applied after every expiry
@@ -548,7 +571,7 @@ function Client:add_auth_async(scheme, credential)
 end
 
 function Client:add_auth(scheme, credential)
-  return self:add_auth_async(scheme, credential):get()
+  return self:_result(self:add_auth_async(scheme, credential))
 end
 
 --- A transaction (zklua.transaction): ops committed atomically.

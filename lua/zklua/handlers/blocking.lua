@@ -45,6 +45,11 @@ local function only_client()
   return next(clients)
 end
 
+--- Whether client is the only one attached (it may then wait on its own session alone).
+function blocking.alone(client)
+  return clients[client] ~= nil and #fds() == 1
+end
+
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
 -- Returns done()'s final answer.
 function blocking.wait(done, timeout)
