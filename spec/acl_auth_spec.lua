@@ -1,6 +1,7 @@
 -- ACLs (zklua.security), get_acls/set_acls and digest authentication.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 local security = zklua.security
 local errors = zklua.errors
 
@@ -10,24 +11,8 @@ local ROOT = "/acl_auth"
 --   "user:" + base64(hashlib.sha1(b"user:pw").digest())
 local USER_PW_DIGEST = "user:2Om+GBbT2q/tS6pdvACZbbm7/1A="
 
--- testing.expire_session, retried: a single attempt often fails to expire the session (the
--- client re-attaches to its session before the harness's second handle closes it; see the
--- report), so each attempt gets a short timeout.
-local function expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then return end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
-end
-
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error, got none")
-  return err
-end
+local expire = helpers.expire
+local raised = helpers.raised
 
 describe("security", function()
   it("has kazoo's permission bits", function()
@@ -89,19 +74,13 @@ describe("ACLs and auth on a server", function()
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
-  before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    zk:ensure_path(ROOT)
-  end)
+  before_each(function() zk = helpers.client(server.hosts, ROOT) end)
 
   after_each(function()
     if zk then zk:close() end
     -- protected nodes can only be listed by their owner
-    local admin = zklua.client{ hosts = server.hosts, auth_data = { { "digest", "user:pw" } } }
-    admin:start()
-    pcall(admin.delete, admin, ROOT, nil, true)
-    admin:close()
+    helpers.drop(helpers.client{ hosts = server.hosts, auth_data = { { "digest", "user:pw" } } },
+                 ROOT)
   end)
 
   -- A node only user:pw may use.

@@ -2,6 +2,7 @@
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local Future = require "zklua.future"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 local security = zklua.security
 
@@ -17,12 +18,7 @@ local function pause(server)
   testing.sleep(0.1)
 end
 
-local function sorted(list)
-  local copy = {}
-  for i, v in ipairs(list) do copy[i] = v end
-  table.sort(copy)
-  return copy
-end
+local sorted = helpers.sorted
 
 describe("async operations", function()
   local server, zk
@@ -30,18 +26,9 @@ describe("async operations", function()
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
-  before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    zk:ensure_path(ROOT)
-  end)
+  before_each(function() zk = helpers.client(server.hosts, ROOT) end)
 
-  after_each(function()
-    if zk then
-      pcall(zk.delete, zk, ROOT, nil, true)
-      zk:close()
-    end
-  end)
+  after_each(function() helpers.drop(zk, ROOT) end)
 
   describe("every op's _async twin returns a future resolving to what the sync op returns", function()
     it("create_async", function()

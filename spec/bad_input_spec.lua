@@ -6,6 +6,7 @@ local testing = require "zklua.testing"
 local security = zklua.security
 local errors = zklua.errors
 local Future = require "zklua.future"
+local helpers = require "support.helpers"
 
 local ROOT = "/bad_input"
 
@@ -88,18 +89,11 @@ describe("bad input", function()
   teardown(function() server:stop() end)
 
   before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    zk:ensure_path(ROOT)
+    zk = helpers.client(server.hosts, ROOT)
     before_root = snapshot("/")
   end)
 
-  after_each(function()
-    if zk then
-      pcall(zk.delete, zk, ROOT, nil, true)
-      zk:close()
-    end
-  end)
+  after_each(function() helpers.drop(zk, ROOT) end)
 
   describe("paths", function()
     for _, case in ipairs(BAD_PATHS) do

@@ -5,31 +5,17 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local helpers = require "support.helpers"
 
 local ROOT = "/counters"
-local PYTHON = "/usr/bin/python3" -- Debian's, which has python3-kazoo
 
-local function expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then return end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
-end
-
-local function raises(class, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected " .. class.name)
-  assert.is_true(errors.is(err, class), "expected " .. class.name .. ", got " .. tostring(err))
-  return err
-end
+local expire = helpers.expire
+local raises = helpers.raises
 
 describe("Counter", function()
   local server, a, b, path
   local n = 0
-  local kids = {}
+  local kids = helpers.kids()
 
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
@@ -37,24 +23,17 @@ describe("Counter", function()
   before_each(function()
     n = n + 1
     path = ROOT .. "/c" .. n
-    a = zklua.client(server.hosts); a:start()
-    b = zklua.client(server.hosts); b:start()
+    a, b = helpers.clients(server.hosts, 2)
   end)
 
   after_each(function()
-    for _, kid in ipairs(kids) do kid:cleanup() end
-    kids = {}
+    kids:cleanup()
     a:close(); b:close()
-    local admin = zklua.client(server.hosts)
-    admin:start()
-    pcall(admin.delete, admin, ROOT, nil, true)
-    admin:close()
+    helpers.delete_trees(server.hosts, ROOT)
   end)
 
   local function kazoo(...)
-    local kid = child.spawn({ PYTHON, "spec/fixtures/kazoo_recipes.py", server.hosts, ... })
-    kids[#kids + 1] = kid
-    return kid
+    return kids:kazoo("spec/fixtures/kazoo_recipes.py", server.hosts, ...)
   end
 
   it("keeps an int counter as kazoo does: '3', pre_value, post_value, + and -", function()

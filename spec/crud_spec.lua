@@ -2,24 +2,14 @@
 -- get_children, set, delete, sync, the stat's fields under both names, and chroots.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 local security = zklua.security
 
 local ROOT = "/crud"
 
-local function sorted(list)
-  local copy = {}
-  for i, v in ipairs(list) do copy[i] = v end
-  table.sort(copy)
-  return copy
-end
-
--- Runs fn and returns the error it raised (fails the test if it raised nothing).
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error, got none")
-  return err
-end
+local sorted = helpers.sorted
+local raised = helpers.raised
 
 describe("crud", function()
   local server, zk
@@ -27,18 +17,9 @@ describe("crud", function()
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
-  before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    zk:ensure_path(ROOT)
-  end)
+  before_each(function() zk = helpers.client(server.hosts, ROOT) end)
 
-  after_each(function()
-    if zk then
-      pcall(zk.delete, zk, ROOT, nil, true)
-      zk:close()
-    end
-  end)
+  after_each(function() helpers.drop(zk, ROOT) end)
 
   describe("create", function()
     it("returns the path and stores the value", function()

@@ -8,32 +8,13 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local helpers = require "support.helpers"
 
 local ROOT = "/elections"
-local PYTHON = "/usr/bin/python3" -- Debian's, which has python3-kazoo
 
-local function eventually(done, timeout, what)
-  if not child.poll_until(done, timeout or 10) then
-    error("timed out waiting for " .. (what or "a condition"), 2)
-  end
-end
-
-local function expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then return end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
-end
-
-local function raises(class, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected " .. class.name)
-  assert.is_true(errors.is(err, class), "expected " .. class.name .. ", got " .. tostring(err))
-  return err
-end
+local eventually = helpers.eventually
+local expire = helpers.expire
+local raises = helpers.raises
 
 local function leaders(list)
   local n, who = 0, nil
@@ -46,7 +27,7 @@ end
 describe("elections", function()
   local server, a, b, c, path
   local counter = 0
-  local kids = {}
+  local kids = helpers.kids()
 
   local function children(zk)
     local ok, list = pcall((zk or a).get_children, zk or a, path)
@@ -62,16 +43,12 @@ describe("elections", function()
     local argv = { "./zklua", "spec/fixtures/election_child.lua", "hosts=" .. server.hosts,
                    "path=" .. path }
     for k, v in pairs(opts) do argv[#argv + 1] = k .. "=" .. tostring(v) end
-    local kid = child.spawn(argv)
-    kids[#kids + 1] = kid
-    return kid
+    return kids:spawn(argv)
   end
 
   local function spawn_kazoo(ident)
-    local kid = child.spawn({ PYTHON, "spec/fixtures/kazoo_election.py", server.hosts, path,
-                              ident, path .. "-go-" .. ident, path .. "-leader" })
-    kids[#kids + 1] = kid
-    return kid
+    return kids:kazoo("spec/fixtures/kazoo_election.py", server.hosts, path,
+                      ident, path .. "-go-" .. ident, path .. "-leader")
   end
 
   setup(function() server = testing.server() end)
@@ -80,19 +57,13 @@ describe("elections", function()
   before_each(function()
     counter = counter + 1
     path = ROOT .. "/t" .. counter
-    a = zklua.client(server.hosts); a:start()
-    b = zklua.client(server.hosts); b:start()
-    c = zklua.client(server.hosts); c:start()
+    a, b, c = helpers.clients(server.hosts, 3)
   end)
 
   after_each(function()
-    for _, kid in ipairs(kids) do kid:cleanup() end
-    kids = {}
+    kids:cleanup()
     for _, zk in ipairs({ a, b, c }) do zk:close() end
-    local admin = zklua.client(server.hosts)
-    admin:start()
-    pcall(admin.delete, admin, ROOT, nil, true)
-    admin:close()
+    helpers.delete_trees(server.hosts, ROOT)
   end)
 
   describe("latch form", function()
@@ -386,9 +357,8 @@ describe("elections", function()
     end)
 
     it("a zklua run() waits behind a kazoo Lock on the same path", function()
-      local kz = child.spawn({ PYTHON, "spec/fixtures/kazoo_lock.py", server.hosts, path,
-                               "hold_until", path .. "-go", "kazoo-lock" })
-      kids[#kids + 1] = kz
+      local kz = kids:kazoo("spec/fixtures/kazoo_lock.py", server.hosts, path,
+                            "hold_until", path .. "-go", "kazoo-lock")
       kz:wait_line("^acquired", 30)
       local e = a:Election(path, "zklua")
       when_queued(function()

@@ -4,31 +4,16 @@
 local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 
 local function error_name(err)
   return errors.is_error(err) and err.name or tostring(err)
 end
 
--- Whether list holds the items of wanted in that order (other items may come between).
-local function in_order(list, wanted)
-  local i = 1
-  for _, item in ipairs(list) do
-    if item == wanted[i] then i = i + 1 end
-  end
-  return i > #wanted
-end
+local in_order = helpers.in_order
 
--- Polls pred (which may talk to servers) until true; raises after timeout seconds.
-local function eventually(pred, timeout, what)
-  local deadline = core.monotonic() + timeout
-  while not pred() do
-    if core.monotonic() > deadline then
-      error("timed out after " .. timeout .. " s waiting for " .. what, 2)
-    end
-    testing.sleep(0.05)
-  end
-end
+local eventually = helpers.wait_until
 
 describe("a client on a 3-node ensemble", function()
   local ens

@@ -2,12 +2,9 @@
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local errors = require "zklua.errors"
+local helpers = require "support.helpers"
 
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error, got none")
-  return err
-end
+local raised = helpers.raised
 
 -- Every ZooKeeper code errors.lua maps, with kazoo's class name.
 local CODES = {
@@ -51,8 +48,7 @@ describe("errors", function()
     teardown(function() server:stop() end)
 
     before_each(function()
-      zk = zklua.client(server.hosts)
-      zk:start()
+      zk = helpers.client(server.hosts)
     end)
 
     after_each(function() zk:close() end)

@@ -10,26 +10,12 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local helpers = require "support.helpers"
 
 local ROOT = "/locks"
-local PYTHON = "/usr/bin/python3" -- Debian's, which has python3-kazoo
 
-local function eventually(done, timeout, what)
-  if not child.poll_until(done, timeout or 10) then
-    error("timed out waiting for " .. (what or "a condition"), 2)
-  end
-end
-
--- testing.expire_session, retried with short attempts (see watch_spec.lua).
-local function expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then return end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
-end
+local eventually = helpers.eventually
+local expire = helpers.expire
 
 local function count_prefix(names, prefix)
   local n = 0
@@ -39,17 +25,12 @@ local function count_prefix(names, prefix)
   return n
 end
 
-local function raises(class, fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected " .. class.name)
-  assert.is_true(errors.is(err, class), "expected " .. class.name .. ", got " .. tostring(err))
-  return err
-end
+local raises = helpers.raises
 
 describe("locks", function()
   local server, a, b, c, path
   local counter = 0
-  local kids = {}
+  local kids = helpers.kids()
 
   local function children(zk)
     local ok, list = pcall((zk or a).get_children, zk or a, path)
@@ -67,15 +48,11 @@ describe("locks", function()
     local argv = { "./zklua", "spec/fixtures/lock_child.lua", "hosts=" .. server.hosts,
                    "path=" .. path }
     for k, v in pairs(opts) do argv[#argv + 1] = k .. "=" .. tostring(v) end
-    local kid = child.spawn(argv)
-    kids[#kids + 1] = kid
-    return kid
+    return kids:spawn(argv)
   end
 
   local function spawn_kazoo(...)
-    local kid = child.spawn({ PYTHON, "spec/fixtures/kazoo_lock.py", server.hosts, path, ... })
-    kids[#kids + 1] = kid
-    return kid
+    return kids:kazoo("spec/fixtures/kazoo_lock.py", server.hosts, path, ...)
   end
 
   setup(function() server = testing.server() end)
@@ -84,17 +61,13 @@ describe("locks", function()
   before_each(function()
     counter = counter + 1
     path = ROOT .. "/t" .. counter
-    a = zklua.client(server.hosts); a:start()
-    b = zklua.client(server.hosts); b:start()
-    c = zklua.client(server.hosts); c:start()
+    a, b, c = helpers.clients(server.hosts, 3)
   end)
 
   after_each(function()
-    for _, kid in ipairs(kids) do kid:cleanup() end
-    kids = {}
+    kids:cleanup()
     for _, zk in ipairs({ a, b, c }) do zk:close() end
-    local admin = zklua.client(server.hosts)
-    admin:start()
+    local admin = helpers.client(server.hosts)
     pcall(admin.delete, admin, path, nil, true)
     pcall(admin.delete, admin, path .. "-order", nil, true)
     pcall(admin.delete, admin, path .. "-go")

@@ -1,13 +1,10 @@
 -- zklua.retry (kazoo's KazooRetry) and zk:retry.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error, got none")
-  return err
-end
+local raised = helpers.raised
 
 -- A function failing with the errors in `failures` (one per call), then returning result.
 local function flaky(failures, result)

@@ -5,6 +5,7 @@ local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 
 -- Expires zk's session as testing.expire_session does (another handle attaches to the session
@@ -44,26 +45,9 @@ local function expire(zk, during)
   error("could not expire the session")
 end
 
--- Whether list holds the items of wanted in that order (other items may come between).
-local function in_order(list, wanted)
-  local i = 1
-  for _, item in ipairs(list) do
-    if item == wanted[i] then i = i + 1 end
-  end
-  return i > #wanted
-end
+local in_order = helpers.in_order
 
--- Polls pred (which may itself talk to the server) until it is true; raises after timeout s.
--- (testing.wait_for re-evaluates its predicate only when an event arrives.)
-local function eventually(pred, timeout, what)
-  local deadline = core.monotonic() + (timeout or 10)
-  while not pred() do
-    if core.monotonic() > deadline then
-      error("timed out after " .. (timeout or 10) .. " s waiting for " .. (what or "a condition"), 2)
-    end
-    testing.sleep(0.05)
-  end
-end
+local eventually = helpers.wait_until
 
 local function error_name(err)
   if not errors.is_error(err) then return tostring(err) end

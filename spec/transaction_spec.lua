@@ -1,15 +1,12 @@
 -- Transactions (kazoo's TransactionRequest): all ops applied or none.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 local errors = zklua.errors
 
 local ROOT = "/txn"
 
-local function raised(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error, got none")
-  return err
-end
+local raised = helpers.raised
 
 describe("transactions", function()
   local server, zk
@@ -17,18 +14,9 @@ describe("transactions", function()
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
-  before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    zk:ensure_path(ROOT)
-  end)
+  before_each(function() zk = helpers.client(server.hosts, ROOT) end)
 
-  after_each(function()
-    if zk then
-      pcall(zk.delete, zk, ROOT, nil, true)
-      zk:close()
-    end
-  end)
+  after_each(function() helpers.drop(zk, ROOT) end)
 
   it("commits create, delete, set_data and check together", function()
     zk:create(ROOT .. "/gone", "")

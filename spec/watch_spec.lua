@@ -1,28 +1,12 @@
 -- One-shot watches, DataWatch and ChildrenWatch.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local helpers = require "support.helpers"
 
 local ROOT = "/watch"
 
--- testing.expire_session, retried: a single attempt often fails to expire the session (the
--- client re-attaches to its session before the harness's second handle closes it; see the
--- report), so each attempt gets a short timeout.
-local function expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then return end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
-end
-
-local function sorted(list)
-  local copy = {}
-  for i, v in ipairs(list) do copy[i] = v end
-  table.sort(copy)
-  return copy
-end
+local expire = helpers.expire
+local sorted = helpers.sorted
 
 describe("watches", function()
   local server, zk, other
@@ -38,18 +22,13 @@ describe("watches", function()
   teardown(function() server:stop() end)
 
   before_each(function()
-    zk = zklua.client(server.hosts)
-    zk:start()
-    other = zklua.client(server.hosts)
-    other:start()
+    zk = helpers.client(server.hosts)
+    other = helpers.client(server.hosts)
     zk:ensure_path(ROOT)
   end)
 
   after_each(function()
-    if other then
-      pcall(other.delete, other, ROOT, nil, true)
-      other:close()
-    end
+    helpers.drop(other, ROOT)
     if zk then zk:close() end
   end)
 

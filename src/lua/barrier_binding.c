@@ -16,38 +16,25 @@
  * its session's userdata as a user value; once the session is closed the barrier is told to
  * forget it.  Collecting a barrier frees it with zkl_barrier_free().
  */
-#include <errno.h>
-#include <string.h>
-
 #include "../recipes/barrier.h"
 #include "barrier_binding.h"
 #include "convert.h"
-#include "session_binding.h"
+#include "recipe_binding.h"
 
-static const char BARRIER_METATABLE[] = "zklua.core.Barrier";
+static void forget_session(void *obj) { zkl_barrier_forget_session(obj); }
+static void free_barrier(void *obj) { zkl_barrier_free(obj); }
 
-typedef struct {
-    zkl_barrier *barrier;
-    zkl_session *const *slot;
-} barrier_box;
+static const zkl_recipe_type BARRIER_TYPE = {"zklua.core.Barrier", "barrier", forget_session,
+                                             free_barrier};
 
 static zkl_barrier *check_barrier(lua_State *L)
 {
-    barrier_box *box = luaL_checkudata(L, 1, BARRIER_METATABLE);
-    if (!box->barrier)
-        luaL_error(L, "the barrier is freed");
-    if (box->slot && *box->slot == NULL) {
-        zkl_barrier_forget_session(box->barrier);
-        box->slot = NULL;
-    }
-    return box->barrier;
+    return zkl_recipe_check(L, &BARRIER_TYPE)->obj;
 }
 
 static int barrier_new(lua_State *L)
 {
-    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
-    if (!*slot)
-        return luaL_error(L, "the session is closed");
+    zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     lua_Integer n = luaL_checkinteger(L, 3);
     if (n < 0 || n > 0x7fffffff)
@@ -59,17 +46,9 @@ static int barrier_new(lua_State *L)
     const struct ACL_vector *acl = NULL;
     if (!lua_isnoneornil(L, 5))
         acl = zkl_check_acl_list(L, 5, "acl");
-    barrier_box *box = lua_newuserdatauv(L, sizeof *box, 1);
-    box->barrier = NULL;
-    box->slot = NULL;
-    luaL_setmetatable(L, BARRIER_METATABLE);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    box->barrier = zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl);
-    if (!box->barrier)
-        return luaL_error(L, "cannot make a barrier: %s", strerror(errno));
-    box->slot = slot;
-    return 1;
+    zkl_recipe_box *box = zkl_recipe_box_new(L, &BARRIER_TYPE, sizeof *box);
+    return zkl_recipe_box_set(L, &BARRIER_TYPE, box,
+                              zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl), slot);
 }
 
 static int barrier_start(lua_State *L)
@@ -77,13 +56,7 @@ static int barrier_start(lua_State *L)
     zkl_barrier *b = check_barrier(L);
     static const char *const ops[] = {"wait", "enter", "leave", NULL};
     int op = luaL_checkoption(L, 2, NULL, ops) + 1;
-    if (zkl_barrier_start(b, (zkl_barrier_op)op) == 0) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushnil(L);
-    lua_pushstring(L, errno == EALREADY ? "busy" : "closed");
-    return 2;
+    return zkl_recipe_started(L, zkl_barrier_start(b, (zkl_barrier_op)op), NULL);
 }
 
 static int barrier_give_up(lua_State *L)
@@ -132,19 +105,6 @@ static int barrier_inflight(lua_State *L)
     return 1;
 }
 
-static int barrier_gc(lua_State *L)
-{
-    barrier_box *box = luaL_checkudata(L, 1, BARRIER_METATABLE);
-    if (!box->barrier)
-        return 0;
-    if (box->slot && *box->slot == NULL)
-        zkl_barrier_forget_session(box->barrier);
-    zkl_barrier_free(box->barrier);
-    box->barrier = NULL;
-    box->slot = NULL;
-    return 0;
-}
-
 static const luaL_Reg barrier_methods[] = {
     {"start", barrier_start},     {"give_up", barrier_give_up}, {"busy", barrier_busy},
     {"outcome", barrier_outcome}, {"entered", barrier_entered}, {"node", barrier_node},
@@ -153,14 +113,5 @@ static const luaL_Reg barrier_methods[] = {
 
 void zkl_register_barrier(lua_State *L)
 {
-    if (luaL_newmetatable(L, BARRIER_METATABLE)) {
-        lua_newtable(L);
-        luaL_setfuncs(L, barrier_methods, 0);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, barrier_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, barrier_new);
-    lua_setfield(L, -2, "barrier");
+    zkl_recipe_register(L, &BARRIER_TYPE, barrier_methods, "barrier", barrier_new);
 }

@@ -15,31 +15,26 @@
  * The userdata keeps its session's userdata as a user value; once the session is closed the
  * counter is told to forget it.  Collecting a counter frees it with zkl_counter_free().
  */
-#include <errno.h>
 #include <string.h>
 
 #include "../recipes/counter.h"
 #include "counter_binding.h"
-#include "session_binding.h"
+#include "recipe_binding.h"
 
-static const char COUNTER_METATABLE[] = "zklua.core.Counter";
+static void forget_session(void *obj) { zkl_counter_forget_session(obj); }
+static void free_counter(void *obj) { zkl_counter_free(obj); }
+
+static const zkl_recipe_type COUNTER_TYPE = {"zklua.core.Counter", "counter", forget_session,
+                                             free_counter};
 
 typedef struct {
-    zkl_counter *counter;
-    zkl_session *const *slot;
+    zkl_recipe_box base; /* base.obj: the zkl_counter */
     int kind;
 } counter_box;
 
 static counter_box *check_box(lua_State *L)
 {
-    counter_box *box = luaL_checkudata(L, 1, COUNTER_METATABLE);
-    if (!box->counter)
-        luaL_error(L, "the counter is freed");
-    if (box->slot && *box->slot == NULL) {
-        zkl_counter_forget_session(box->counter);
-        box->slot = NULL;
-    }
-    return box;
+    return (counter_box *)zkl_recipe_check(L, &COUNTER_TYPE);
 }
 
 static zkl_counter_value to_value(lua_State *L, int idx, int kind)
@@ -62,25 +57,15 @@ static void push_value(lua_State *L, zkl_counter_value v, int kind)
 
 static int counter_new(lua_State *L)
 {
-    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
-    if (!*slot)
-        return luaL_error(L, "the session is closed");
+    zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     static const char *const kinds[] = {"int", "float", "curator", NULL};
     int kind = luaL_checkoption(L, 3, "int", kinds);
     zkl_counter_value def = to_value(L, 4, kind);
-    counter_box *box = lua_newuserdatauv(L, sizeof *box, 1);
-    box->counter = NULL;
-    box->slot = NULL;
+    counter_box *box = zkl_recipe_box_new(L, &COUNTER_TYPE, sizeof *box);
     box->kind = kind;
-    luaL_setmetatable(L, COUNTER_METATABLE);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1); /* the session outlives the counter's memory */
-    box->counter = zkl_counter_new(*slot, path, (zkl_counter_kind)kind, def);
-    if (!box->counter)
-        return luaL_error(L, "cannot make a counter: %s", strerror(errno));
-    box->slot = slot;
-    return 1;
+    return zkl_recipe_box_set(L, &COUNTER_TYPE, &box->base,
+                              zkl_counter_new(*slot, path, (zkl_counter_kind)kind, def), slot);
 }
 
 static int counter_start(lua_State *L)
@@ -91,19 +76,13 @@ static int counter_start(lua_State *L)
     memset(&delta, 0, sizeof delta);
     if (add)
         delta = to_value(L, 3, box->kind);
-    if (zkl_counter_start(box->counter, add, delta) == 0) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushnil(L);
-    lua_pushstring(L, errno == EALREADY ? "busy" : "closed");
-    return 2;
+    return zkl_recipe_started(L, zkl_counter_start(box->base.obj, add, delta), NULL);
 }
 
 static int counter_phase(lua_State *L)
 {
     counter_box *box = check_box(L);
-    lua_pushstring(L, zkl_counter_phase_of(box->counter) == ZKL_COUNTER_BUSY ? "busy" : "idle");
+    lua_pushstring(L, zkl_counter_phase_of(box->base.obj) == ZKL_COUNTER_BUSY ? "busy" : "idle");
     return 1;
 }
 
@@ -112,7 +91,7 @@ static int counter_outcome(lua_State *L)
     static const char *const names[] = {"ok", "failed", "bad_data", "overflow"};
     counter_box *box = check_box(L);
     int rc;
-    zkl_counter_outcome o = zkl_counter_outcome_of(box->counter, &rc);
+    zkl_counter_outcome o = zkl_counter_outcome_of(box->base.obj, &rc);
     lua_pushstring(L, names[o]);
     lua_pushinteger(L, rc);
     return 2;
@@ -121,34 +100,21 @@ static int counter_outcome(lua_State *L)
 static int counter_pre(lua_State *L)
 {
     counter_box *box = check_box(L);
-    push_value(L, zkl_counter_pre(box->counter), box->kind);
+    push_value(L, zkl_counter_pre(box->base.obj), box->kind);
     return 1;
 }
 
 static int counter_post(lua_State *L)
 {
     counter_box *box = check_box(L);
-    push_value(L, zkl_counter_post(box->counter), box->kind);
+    push_value(L, zkl_counter_post(box->base.obj), box->kind);
     return 1;
 }
 
 static int counter_inflight(lua_State *L)
 {
-    lua_pushinteger(L, zkl_counter_inflight(check_box(L)->counter));
+    lua_pushinteger(L, zkl_counter_inflight(check_box(L)->base.obj));
     return 1;
-}
-
-static int counter_gc(lua_State *L)
-{
-    counter_box *box = luaL_checkudata(L, 1, COUNTER_METATABLE);
-    if (!box->counter)
-        return 0;
-    if (box->slot && *box->slot == NULL)
-        zkl_counter_forget_session(box->counter);
-    zkl_counter_free(box->counter);
-    box->counter = NULL;
-    box->slot = NULL;
-    return 0;
 }
 
 static int counter_repr(lua_State *L)
@@ -167,16 +133,7 @@ static const luaL_Reg counter_methods[] = {
 
 void zkl_register_counter(lua_State *L)
 {
-    if (luaL_newmetatable(L, COUNTER_METATABLE)) {
-        lua_newtable(L);
-        luaL_setfuncs(L, counter_methods, 0);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, counter_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, counter_new);
-    lua_setfield(L, -2, "counter");
+    zkl_recipe_register(L, &COUNTER_TYPE, counter_methods, "counter", counter_new);
     lua_pushcfunction(L, counter_repr);
     lua_setfield(L, -2, "counter_repr");
 }

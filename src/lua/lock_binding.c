@@ -21,53 +21,23 @@
  * is told to forget it (it delivered everything before it went).  Collecting a lock frees it
  * with zkl_lock_free(): an acquire under way is abandoned in the background.
  */
-#include <errno.h>
-#include <string.h>
-
 #include "../recipes/lock.h"
 #include "convert.h"
 #include "lock_binding.h"
-#include "session_binding.h"
+#include "recipe_binding.h"
 
-static const char LOCK_METATABLE[] = "zklua.core.Lock";
+static void forget_session(void *obj) { zkl_lock_forget_session(obj); }
+static void free_lock(void *obj) { zkl_lock_free(obj); }
 
-typedef struct {
-    zkl_lock *lock;
-    zkl_session *const *slot; /* the session userdata's slot; NULL once the session went */
-} lock_box;
+static const zkl_recipe_type LOCK_TYPE = {"zklua.core.Lock", "lock", forget_session, free_lock};
 
 /* The lock of the userdata at idx 1, told to forget a session that was closed meanwhile. */
-static zkl_lock *check_lock(lua_State *L)
-{
-    lock_box *box = luaL_checkudata(L, 1, LOCK_METATABLE);
-    if (!box->lock)
-        luaL_error(L, "the lock is freed");
-    if (box->slot && *box->slot == NULL) {
-        zkl_lock_forget_session(box->lock);
-        box->slot = NULL;
-    }
-    return box->lock;
-}
-
-static void keep_session(lua_State *L, int session_idx)
-{
-    lua_pushvalue(L, session_idx);
-#if LUA_VERSION_NUM >= 502
-    lua_setiuservalue(L, -2, 1);
-#else
-    lua_createtable(L, 1, 0); /* LuaJIT: the environment table holds it */
-    lua_insert(L, -2);
-    lua_rawseti(L, -2, 1);
-    lua_setfenv(L, -2);
-#endif
-}
+static zkl_lock *check_lock(lua_State *L) { return zkl_recipe_check(L, &LOCK_TYPE)->obj; }
 
 /* core.lock(session, path, identifier, kind, acl) */
 static int lock_new(lua_State *L)
 {
-    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
-    if (!*slot)
-        return luaL_error(L, "the session is closed");
+    zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     size_t len = 0;
     const char *data = luaL_optlstring(L, 3, "", &len);
@@ -79,28 +49,16 @@ static int lock_new(lua_State *L)
     const struct ACL_vector *acl = NULL;
     if (!lua_isnoneornil(L, 5))
         acl = zkl_check_acl_list(L, 5, "acl");
-    lock_box *box = lua_newuserdatauv(L, sizeof *box, 1);
-    box->lock = NULL;
-    box->slot = NULL;
-    luaL_setmetatable(L, LOCK_METATABLE);
-    keep_session(L, 1);
-    box->lock = zkl_lock_new(*slot, path, data, (int)len, kind, acl);
-    if (!box->lock)
-        return luaL_error(L, "cannot make a lock: %s", strerror(errno));
-    box->slot = slot;
-    return 1;
+    zkl_recipe_box *box = zkl_recipe_box_new(L, &LOCK_TYPE, sizeof *box);
+    return zkl_recipe_box_set(L, &LOCK_TYPE, box,
+                              zkl_lock_new(*slot, path, data, (int)len, kind, acl), slot);
 }
 
 static int lock_acquire(lua_State *L) /* acquire(blocking, ephemeral) */
 {
     zkl_lock *l = check_lock(L);
-    if (zkl_lock_acquire(l, lua_toboolean(L, 2), lua_toboolean(L, 3)) == 0) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushnil(L);
-    lua_pushstring(L, errno == EISCONN ? "held" : errno == EALREADY ? "busy" : "closed");
-    return 2;
+    return zkl_recipe_started(L, zkl_lock_acquire(l, lua_toboolean(L, 2), lua_toboolean(L, 3)),
+                              "held");
 }
 
 static int lock_release(lua_State *L)
@@ -200,19 +158,6 @@ static int lock_inflight(lua_State *L)
     return 1;
 }
 
-static int lock_gc(lua_State *L)
-{
-    lock_box *box = luaL_checkudata(L, 1, LOCK_METATABLE);
-    if (!box->lock)
-        return 0;
-    if (box->slot && *box->slot == NULL)
-        zkl_lock_forget_session(box->lock);
-    zkl_lock_free(box->lock);
-    box->lock = NULL;
-    box->slot = NULL;
-    return 0;
-}
-
 /* core.lock_contenders(names) -> the contenders among names, in lock order */
 static int lock_contenders(lua_State *L)
 {
@@ -256,16 +201,7 @@ static const luaL_Reg lock_methods[] = {
 
 void zkl_register_lock(lua_State *L)
 {
-    if (luaL_newmetatable(L, LOCK_METATABLE)) {
-        lua_newtable(L);
-        luaL_setfuncs(L, lock_methods, 0);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, lock_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, lock_new);
-    lua_setfield(L, -2, "lock");
+    zkl_recipe_register(L, &LOCK_TYPE, lock_methods, "lock", lock_new);
     lua_pushcfunction(L, lock_contenders);
     lua_setfield(L, -2, "lock_contenders");
 }

@@ -14,38 +14,22 @@
  * userdata keeps its session's userdata as a user value; once the session is closed the party
  * is told to forget it.  Collecting a party frees it with zkl_party_free().
  */
-#include <errno.h>
-#include <string.h>
-
 #include "../recipes/party.h"
 #include "convert.h"
 #include "party_binding.h"
-#include "session_binding.h"
+#include "recipe_binding.h"
 
-static const char PARTY_METATABLE[] = "zklua.core.Party";
+static void forget_session(void *obj) { zkl_party_forget_session(obj); }
+static void free_party(void *obj) { zkl_party_free(obj); }
 
-typedef struct {
-    zkl_party *party;
-    zkl_session *const *slot;
-} party_box;
+static const zkl_recipe_type PARTY_TYPE = {"zklua.core.Party", "party", forget_session,
+                                           free_party};
 
-static zkl_party *check_party(lua_State *L)
-{
-    party_box *box = luaL_checkudata(L, 1, PARTY_METATABLE);
-    if (!box->party)
-        luaL_error(L, "the party is freed");
-    if (box->slot && *box->slot == NULL) {
-        zkl_party_forget_session(box->party);
-        box->slot = NULL;
-    }
-    return box->party;
-}
+static zkl_party *check_party(lua_State *L) { return zkl_recipe_check(L, &PARTY_TYPE)->obj; }
 
 static int party_new(lua_State *L)
 {
-    zkl_session *const *slot = zkl_lua_session_slot(L, 1);
-    if (!*slot)
-        return luaL_error(L, "the session is closed");
+    zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     size_t len = 0;
     const char *data = luaL_optlstring(L, 3, "", &len);
@@ -56,32 +40,21 @@ static int party_new(lua_State *L)
     const struct ACL_vector *acl = NULL;
     if (!lua_isnoneornil(L, 5))
         acl = zkl_check_acl_list(L, 5, "acl");
-    party_box *box = lua_newuserdatauv(L, sizeof *box, 1);
-    box->party = NULL;
-    box->slot = NULL;
-    luaL_setmetatable(L, PARTY_METATABLE);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    box->party = zkl_party_new(*slot, path, data, (int)len, (zkl_party_kind)kind, acl);
-    if (!box->party)
-        return luaL_error(L, "cannot make a party: %s", strerror(errno));
-    box->slot = slot;
-    return 1;
+    zkl_recipe_box *box = zkl_recipe_box_new(L, &PARTY_TYPE, sizeof *box);
+    return zkl_recipe_box_set(
+        L, &PARTY_TYPE, box,
+        zkl_party_new(*slot, path, data, (int)len, (zkl_party_kind)kind, acl), slot);
 }
 
-static int started(lua_State *L, int r)
+static int party_join(lua_State *L)
 {
-    if (r == 0) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushnil(L);
-    lua_pushstring(L, errno == EISCONN ? "joined" : errno == EALREADY ? "busy" : "closed");
-    return 2;
+    return zkl_recipe_started(L, zkl_party_join(check_party(L)), "joined");
 }
 
-static int party_join(lua_State *L) { return started(L, zkl_party_join(check_party(L))); }
-static int party_leave(lua_State *L) { return started(L, zkl_party_leave(check_party(L))); }
+static int party_leave(lua_State *L)
+{
+    return zkl_recipe_started(L, zkl_party_leave(check_party(L)), "joined");
+}
 
 static int party_phase(lua_State *L)
 {
@@ -120,19 +93,6 @@ static int party_inflight(lua_State *L)
     return 1;
 }
 
-static int party_gc(lua_State *L)
-{
-    party_box *box = luaL_checkudata(L, 1, PARTY_METATABLE);
-    if (!box->party)
-        return 0;
-    if (box->slot && *box->slot == NULL)
-        zkl_party_forget_session(box->party);
-    zkl_party_free(box->party);
-    box->party = NULL;
-    box->slot = NULL;
-    return 0;
-}
-
 static const luaL_Reg party_methods[] = {
     {"join", party_join}, {"leave", party_leave}, {"phase", party_phase},
     {"rc", party_rc},     {"deleted", party_deleted}, {"node", party_node},
@@ -141,14 +101,5 @@ static const luaL_Reg party_methods[] = {
 
 void zkl_register_party(lua_State *L)
 {
-    if (luaL_newmetatable(L, PARTY_METATABLE)) {
-        lua_newtable(L);
-        luaL_setfuncs(L, party_methods, 0);
-        lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, party_gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pop(L, 1);
-    lua_pushcfunction(L, party_new);
-    lua_setfield(L, -2, "party");
+    zkl_recipe_register(L, &PARTY_TYPE, party_methods, "party", party_new);
 }

@@ -1,0 +1,142 @@
+--- spec/support/helpers.lua — the helpers the spec files share.
+--
+--   local helpers = require "support.helpers"
+--
+-- busted's setup/teardown/before_each/after_each are globals only inside spec files, so the
+-- spec files keep those calls; the helpers here are what they call.
+-- busted's assert (luassert) is a global of spec files only.
+local assert = require "luassert"
+local zklua = require "zklua"
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local testing = require "zklua.testing"
+local child = require "fixtures.child"
+
+local helpers = {}
+
+--- Debian's python3, which has python3-kazoo (for the kazoo child processes).
+helpers.PYTHON = "/usr/bin/python3"
+
+--- Runs fn(...) and returns the error it raised (fails the test if it raised nothing).
+function helpers.raised(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert(not ok, "expected an error, got none")
+  return err
+end
+
+--- Runs fn(...), asserts it raised an error of class (a zklua.errors class); returns it.
+function helpers.raises(class, fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected " .. class.name)
+  assert.is_true(errors.is(err, class), "expected " .. class.name .. ", got " .. tostring(err))
+  return err
+end
+
+--- A sorted copy of list.
+function helpers.sorted(list)
+  local copy = {}
+  for i, v in ipairs(list) do copy[i] = v end
+  table.sort(copy)
+  return copy
+end
+
+--- Whether list holds the items of wanted in that order (other items may come between).
+function helpers.in_order(list, wanted)
+  local i = 1
+  for _, item in ipairs(list) do
+    if item == wanted[i] then i = i + 1 end
+  end
+  return i > #wanted
+end
+
+--- Polls done() every 20 ms while running the zklua event loops (child.poll_until); raises,
+--- blaming the caller, unless it holds within timeout seconds (default 10).
+function helpers.eventually(done, timeout, what)
+  if not child.poll_until(done, timeout or 10) then
+    error("timed out waiting for " .. (what or "a condition"), 2)
+  end
+end
+
+--- Polls pred (which may itself talk to the server) every 50 ms until it is true; raises,
+--- blaming the caller, after timeout seconds (default 10).
+--- (testing.wait_for re-evaluates its predicate only when an event arrives.)
+function helpers.wait_until(pred, timeout, what)
+  local deadline = core.monotonic() + (timeout or 10)
+  while not pred() do
+    if core.monotonic() > deadline then
+      error("timed out after " .. (timeout or 10) .. " s waiting for " .. (what or "a condition"), 2)
+    end
+    testing.sleep(0.05)
+  end
+end
+
+--- testing.expire_session, retried: a single attempt often fails to expire the session (the
+--- client re-attaches to its session before the harness's second handle closes it), so each
+--- attempt gets a short timeout.
+function helpers.expire(zk)
+  local last
+  for _ = 1, 30 do
+    local ok, err = pcall(testing.expire_session, zk, 0.4)
+    if ok then return end
+    last = err
+  end
+  error("could not expire the session: " .. tostring(last))
+end
+
+--- A started client on hosts; when root is given, it is ensured first.
+function helpers.client(hosts, root)
+  local zk = zklua.client(hosts)
+  zk:start()
+  if root then zk:ensure_path(root) end
+  return zk
+end
+
+--- n started clients on hosts (returned as n values).
+function helpers.clients(hosts, n)
+  local list = {}
+  for i = 1, n do list[i] = helpers.client(hosts) end
+  return table.unpack(list, 1, n)
+end
+
+--- Deletes root recursively (errors ignored) and closes zk; nothing when zk is nil.
+function helpers.drop(zk, root)
+  if zk then
+    pcall(zk.delete, zk, root, nil, true)
+    zk:close()
+  end
+end
+
+--- With a fresh admin client on hosts, deletes each path recursively (errors ignored).
+function helpers.delete_trees(hosts, ...)
+  local admin = helpers.client(hosts)
+  for _, p in ipairs({ ... }) do pcall(admin.delete, admin, p, nil, true) end
+  admin:close()
+end
+
+--- Child processes spawned by a spec (fixtures.child), cleaned up together.  The list holds
+--- the children in the order spawned (kids[#kids] is the last one).
+local Kids = {}
+Kids.__index = Kids
+
+function helpers.kids()
+  return setmetatable({}, Kids)
+end
+
+function Kids:spawn(argv)
+  local kid = child.spawn(argv)
+  self[#self + 1] = kid
+  return kid
+end
+
+--- A kazoo child: PYTHON script args...
+function Kids:kazoo(script, ...)
+  return self:spawn({ helpers.PYTHON, script, ... })
+end
+
+--- Cleans up (SIGKILL if still running) every child, and empties the list.
+function Kids:cleanup()
+  for _, kid in ipairs(self) do kid:cleanup() end
+  for i = #self, 1, -1 do self[i] = nil end
+end
+
+return helpers
