@@ -34,7 +34,6 @@ local check = require "zklua.check"
 
 local recipes = {}
 
-local NOTIFY_LOST = 1
 
 local function usable(client, fname)
   if not client._session or client._stopped then
@@ -70,20 +69,6 @@ local function run(self, fname, op, timeout)
     errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
   end
   error(errors.from_code(rc, self.path), 0)
-end
-
-local function add_lost(self, fn)
-  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
-  self._lost_callbacks[#self._lost_callbacks + 1] = fn
-  return fn
-end
-
-local function notified(self, code)
-  if code ~= NOTIFY_LOST then return end
-  for _, fn in ipairs(self._lost_callbacks) do
-    local ok, err = pcall(fn, self)
-    if not ok then self.client:_log("error", "error in barrier on_lost callback: " .. tostring(err)) end
-  end
 end
 
 ---------------------------------------------------------------- Barrier
@@ -148,8 +133,8 @@ function DoubleBarrier:leave(timeout)
 end
 
 --- fn(barrier) runs when the session expired (or stopped) while entered.
-function DoubleBarrier:on_lost(fn) return add_lost(self, fn) end
-function DoubleBarrier:_notified(code) notified(self, code) end
+-- on_lost(fn): fn(barrier) runs when the session expired while entered.
+require("zklua.recipes.lost").install(DoubleBarrier, "barrier")
 
 function DoubleBarrier.__tostring(self)
   return string.format("zklua.DoubleBarrier(%s, %d)", self.path, self.num_clients)

@@ -35,7 +35,6 @@ local check = require "zklua.check"
 
 local recipes = {}
 
-local NOTIFY_LOST = 1
 
 local Lock = { __name = "zklua.Lock" }
 
@@ -244,20 +243,8 @@ function Lock:with(fn, ...)
   return table.unpack(results, 2, results.n)
 end
 
---- fn(lock) runs when the session expired while the lock was held (it is no longer held).
-function Lock:on_lost(fn)
-  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
-  self._lost_callbacks[#self._lost_callbacks + 1] = fn
-  return fn
-end
-
-function Lock:_notified(code)
-  if code ~= NOTIFY_LOST then return end
-  for _, fn in ipairs(self._lost_callbacks) do
-    local ok, err = pcall(fn, self)
-    if not ok then self.client:_log("error", "error in lock on_lost callback: " .. tostring(err)) end
-  end
-end
+-- on_lost(fn): fn(lock) runs when the session expired while the lock was held.
+require("zklua.recipes.lost").install(Lock, "lock")
 
 function recipes.Lock(client, path, identifier)
   return new("Lock", "exclusive", client, path, identifier)

@@ -29,7 +29,6 @@ local check = require "zklua.check"
 
 local recipes = {}
 
-local NOTIFY_LOST = 1
 
 local Party = { __name = "zklua.Party" }
 
@@ -149,20 +148,8 @@ function Party.__tostring(self)
   return string.format("zklua.%s(%s, %s)", self._class, self.path, self._party:phase())
 end
 
---- fn(party) runs when the session expired (or stopped) while joined: no longer a member.
-function Party:on_lost(fn)
-  if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
-  self._lost_callbacks[#self._lost_callbacks + 1] = fn
-  return fn
-end
-
-function Party:_notified(code)
-  if code ~= NOTIFY_LOST then return end
-  for _, fn in ipairs(self._lost_callbacks) do
-    local ok, err = pcall(fn, self)
-    if not ok then self.client:_log("error", "error in party on_lost callback: " .. tostring(err)) end
-  end
-end
+-- on_lost(fn): fn(party) runs when the session expired (or stopped) while joined.
+require("zklua.recipes.lost").install(Party, "party")
 
 local function new(class, kind, client, path, identifier)
   local fname = class

@@ -1,0 +1,33 @@
+--- zklua.recipes.lost — the on_lost callbacks of recipe objects whose C state machine reports a
+-- lost session (Lock, Party, DoubleBarrier).
+--
+-- lost.install(Class, "lock") gives Class `on_lost(fn)` and `_notified(code)`: when the C
+-- recipe sends its LOST notify (through the client's dispatch), every fn(object) registered
+-- runs, from Lua, in order; an error in one is logged and the others still run.  Objects keep
+-- their callbacks in `_lost_callbacks`.
+local check = require "zklua.check"
+
+local lost = {}
+
+lost.NOTIFY_LOST = 1 -- the code C recipes send (ZKL_LOCK_NOTIFY_LOST and its siblings)
+
+function lost.install(class, what)
+  --- fn(object) runs when the session expired (or stopped) and the object lost what it held.
+  function class:on_lost(fn)
+    if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
+    self._lost_callbacks[#self._lost_callbacks + 1] = fn
+    return fn
+  end
+
+  function class:_notified(code)
+    if code ~= lost.NOTIFY_LOST then return end
+    for _, fn in ipairs(self._lost_callbacks) do
+      local ok, err = pcall(fn, self)
+      if not ok then
+        self.client:_log("error", "error in " .. what .. " on_lost callback: " .. tostring(err))
+      end
+    end
+  end
+end
+
+return lost
