@@ -20,6 +20,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local paths = require "zklua.paths"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
 local security = require "zklua.security"
@@ -325,12 +326,14 @@ function Client:_result(future)
   return future:get()
 end
 
-local function ensure_usable(client, fname)
-  if not client._session or client._stopped then
+--- The session, or raises ConnectionClosedError naming fname when the client is not started
+-- or closed (recipes call it too).
+function Client:_usable_session(fname)
+  if not self._session or self._stopped then
     errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
+                 (self._session and "not started" or "closed"))
   end
-  return client._session
+  return self._session
 end
 
 --- Registers a submitted op's future (and watch).
@@ -342,9 +345,7 @@ function Client:_track(id, path, watch)
   return future
 end
 
-local function parent_of(path)
-  return path:match("^(.*)/[^/]*$")
-end
+local parent_of = paths.parent
 
 --- Resolves target as source resolved.
 local function settle_from(source, target)
@@ -356,7 +357,7 @@ local function settle_from(source, target)
 end
 
 function Client:_submit_create(path, value, acl, flags, include_data)
-  local session = ensure_usable(self, "create")
+  local session = self:_usable_session("create")
   return self:_track(session:create(path, value, acl, flags, include_data), path)
 end
 
@@ -371,7 +372,7 @@ function Client:create_async(path, value, opts)
   value = check.value("create", value, path)
   local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
   local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
-  ensure_usable(self, "create")
+  self:_usable_session("create")
   local first = self:_submit_create(path, value, acl, flags, opts.include_data)
   if not opts.makepath then return first end
   local client, result = self, Future.new(self.handler)
@@ -422,7 +423,7 @@ end
 function Client:exists_async(path, watch)
   check.path("exists", path)
   check.watch("exists", watch)
-  local session = ensure_usable(self, "exists")
+  local session = self:_usable_session("exists")
   return self:_track(session:exists(path, watch ~= nil), path, watch)
 end
 
@@ -434,7 +435,7 @@ end
 function Client:get_async(path, watch)
   check.path("get", path)
   check.watch("get", watch)
-  local session = ensure_usable(self, "get")
+  local session = self:_usable_session("get")
   return self:_track(session:get(path, watch ~= nil), path, watch)
 end
 
@@ -447,7 +448,7 @@ function Client:get_children_async(path, watch, include_data)
   check.path("get_children", path)
   check.watch("get_children", watch)
   include_data = check.flag("get_children", include_data, "include_data")
-  local session = ensure_usable(self, "get_children")
+  local session = self:_usable_session("get_children")
   local future = self:_track(session:children(path, watch ~= nil), path, watch)
   if not include_data then
     future._complete = function(f, rc, children)
@@ -466,7 +467,7 @@ function Client:set_async(path, value, version)
   check.path("set", path)
   value = check.value("set", value, path)
   version = check.version("set", version)
-  local session = ensure_usable(self, "set")
+  local session = self:_usable_session("set")
   return self:_track(session:set(path, value, version), path)
 end
 
@@ -478,13 +479,11 @@ end
 function Client:delete_async(path, version)
   check.path("delete", path)
   version = check.version("delete", version)
-  local session = ensure_usable(self, "delete")
+  local session = self:_usable_session("delete")
   return self:_track(session:delete(path, version), path)
 end
 
-local function join(parent, child)
-  return parent == "/" and "/" .. child or parent .. "/" .. child
-end
+local join = paths.join
 
 --- Deletes path's subtree, children first; nodes that vanish meanwhile are fine.
 function Client:_delete_tree(path)
@@ -513,7 +512,7 @@ function Client:delete(path, version, recursive)
   if version ~= nil and version ~= -1 then
     check.fail("delete", "version", "a recursive delete cannot check a version")
   end
-  ensure_usable(self, "delete")
+  self:_usable_session("delete")
   self:_delete_tree(path)
   return true
 end
@@ -521,7 +520,7 @@ end
 --- get_acls_async(path) -> future of acls, stat
 function Client:get_acls_async(path)
   check.path("get_acls", path)
-  local session = ensure_usable(self, "get_acls")
+  local session = self:_usable_session("get_acls")
   return self:_track(session:get_acl(path), path)
 end
 
@@ -534,7 +533,7 @@ function Client:set_acls_async(path, acls, version)
   check.path("set_acls", path)
   check.acls("set_acls", acls, "acls")
   version = check.version("set_acls", version)
-  local session = ensure_usable(self, "set_acls")
+  local session = self:_usable_session("set_acls")
   local changed = self:_track(session:set_acl(path, acls, version), path)
   local client, result = self, Future.new(self.handler)
   return result:chain(changed, function(f)
@@ -550,7 +549,7 @@ end
 --- sync_async(path) -> future of the path, once the server caught up with the leader
 function Client:sync_async(path)
   check.path("sync", path)
-  local session = ensure_usable(self, "sync")
+  local session = self:_usable_session("sync")
   return self:_track(session:sync(path), path)
 end
 
@@ -566,7 +565,7 @@ function Client:add_auth_async(scheme, credential)
   if type(credential) ~= "string" then
     check.fail("add_auth", "credential", "credential must be a string")
   end
-  local session = ensure_usable(self, "add_auth")
+  local session = self:_usable_session("add_auth")
   return self:_track(session:add_auth(scheme, credential))
 end
 
@@ -581,7 +580,7 @@ end
 
 --- Submits a list of transaction ops; the future resolves with raw per-op results.
 function Client:_submit_multi(ops)
-  local session = ensure_usable(self, "commit")
+  local session = self:_usable_session("commit")
   return self:_track(session:multi(ops))
 end
 

@@ -36,11 +36,7 @@ local recipes = {}
 
 
 local function usable(client, fname)
-  if not client._session or client._stopped then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
-  end
-  return client._session
+  return client:_usable_session(fname)
 end
 
 -- Runs op in C and waits at most timeout seconds: true done, false gave up.

@@ -35,11 +35,7 @@ local recipes = {}
 local Counter = { __name = "zklua.Counter" }
 
 local function usable(client, fname)
-  if not client._session or client._stopped then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
-  end
-  return client._session
+  return client:_usable_session(fname)
 end
 
 -- Runs one read or add in C and waits for it; returns pre, post.

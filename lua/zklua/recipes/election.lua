@@ -74,15 +74,10 @@ function Election.__tostring(self)
                        self._leading and "leader" or self._mode or "idle")
 end
 
-local function join(path, name)
-  return path == "/" and "/" .. name or path .. "/" .. name
-end
+local join = require("zklua.paths").join
 
 local function usable(client, fname)
-  if not client._session or client._stopped then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
-  end
+  return client:_usable_session(fname)
 end
 
 local function callback(fname, fn)

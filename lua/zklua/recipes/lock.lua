@@ -55,16 +55,10 @@ function Lock.__tostring(self)
                        self._lock:is_held() and "held" or self._lock:phase())
 end
 
-local function join(path, name)
-  return path == "/" and "/" .. name or path .. "/" .. name
-end
+local join = require("zklua.paths").join
 
 local function usable(client, fname)
-  if not client._session or client._stopped then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
-  end
-  return client._session
+  return client:_usable_session(fname)
 end
 
 local function flag(fname, value, argument, default)

@@ -46,16 +46,10 @@ function Party.__index(self, key)
 end
 
 local function usable(client, fname)
-  if not client._session or client._stopped then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
-                 (client._session and "not started" or "closed"))
-  end
-  return client._session
+  return client:_usable_session(fname)
 end
 
-local function join_path(path, name)
-  return path == "/" and "/" .. name or path .. "/" .. name
-end
+local join_path = require("zklua.paths").join
 
 -- Waits while phase is `busy`; raises when the client went away meanwhile.
 local function wait_phase(self, fname, busy)
