@@ -326,6 +326,40 @@ function Client:_result(future)
   return future:get()
 end
 
+--- What a synchronous call returns: the results of op id, just submitted, or its error
+-- raised.  When this client waits alone under the blocking handler the C core waits for that
+-- op itself (session:await): no future and no trip round the event loop, the common case.  As
+-- soon as another event must be handled first (a watch, a state change, a signal's wake-up)
+-- the op becomes a tracked future like any other and _result waits for it.
+function Client:_sync(session, id, path, watch)
+  if self.handler == blocking and blocking.alone(self) then
+    local kind, _, rc, watch_dropped, r1, r2 = session:await(id)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if watch and not watch_dropped then self._watchers[id] = watch end
+      return r1, r2
+    end
+  end
+  return self:_result(self:_track(id, path, watch))
+end
+
+--- Runs a synchronous op and returns its results (or raises its error).  When this client
+-- waits alone under the blocking handler the op runs directly in the C core when it can
+-- (now = a session:X_now method, see zkl_op_get_now: the library's own synchronous call, one
+-- thread hop fewer than an async op); otherwise it is submitted (submit = session:X) and
+-- waited for.  now and submit take the same arguments (...).
+function Client:_call(session, now, submit, path, watch, ...)
+  if self.handler == blocking and blocking.alone(self) then
+    local kind, id, rc, watch_dropped, r1, r2 = now(session, ...)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if watch and not watch_dropped then self._watchers[id] = watch end
+      return r1, r2
+    end
+  end
+  return self:_sync(session, submit(session, ...), path, watch)
+end
+
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
 -- or closed (recipes call it too).
 function Client:_usable_session(fname)
@@ -338,8 +372,7 @@ end
 
 --- Registers a submitted op's future (and watch).
 function Client:_track(id, path, watch)
-  local future = Future.new(self.handler)
-  future._path = path
+  local future = Future.new(self.handler, path)
   self._pending[id] = future
   if watch then self._watchers[id] = watch end
   return future
@@ -390,7 +423,17 @@ function Client:create_async(path, value, opts)
 end
 
 function Client:create(path, value, opts)
-  return self:_result(self:create_async(path, value, opts))
+  if opts ~= nil and (type(opts) ~= "table" or opts.makepath) then
+    return self:_result(self:create_async(path, value, opts))
+  end
+  opts = check.options("create", opts, CREATE_OPTIONS)
+  check.path("create", path, "path", opts.sequence)
+  value = check.value("create", value, path)
+  local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
+  local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
+  local session = self:_usable_session("create")
+  return self:_call(session, session.create_now, session.create, path, nil,
+                    path, value, acl, flags, opts.include_data)
 end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
@@ -428,7 +471,11 @@ function Client:exists_async(path, watch)
 end
 
 function Client:exists(path, watch)
-  return self:_result(self:exists_async(path, watch))
+  check.path("exists", path)
+  check.watch("exists", watch)
+  local session = self:_usable_session("exists")
+  return (self:_call(session, session.exists_now, session.exists, path, watch, path,
+                     watch ~= nil))
 end
 
 --- get_async(path, watch) -> future of data, stat
@@ -440,7 +487,10 @@ function Client:get_async(path, watch)
 end
 
 function Client:get(path, watch)
-  return self:_result(self:get_async(path, watch))
+  check.path("get", path)
+  check.watch("get", watch)
+  local session = self:_usable_session("get")
+  return self:_call(session, session.get_now, session.get, path, watch, path, watch ~= nil)
 end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
@@ -459,7 +509,14 @@ function Client:get_children_async(path, watch, include_data)
 end
 
 function Client:get_children(path, watch, include_data)
-  return self:_result(self:get_children_async(path, watch, include_data))
+  check.path("get_children", path)
+  check.watch("get_children", watch)
+  include_data = check.flag("get_children", include_data, "include_data")
+  local session = self:_usable_session("get_children")
+  local children, stat = self:_call(session, session.children_now, session.children, path,
+                                    watch, path, watch ~= nil)
+  if include_data then return children, stat end
+  return children
 end
 
 --- set_async(path, value, version) -> future of the new stat
@@ -472,7 +529,11 @@ function Client:set_async(path, value, version)
 end
 
 function Client:set(path, value, version)
-  return self:_result(self:set_async(path, value, version))
+  check.path("set", path)
+  value = check.value("set", value, path)
+  version = check.version("set", version)
+  local session = self:_usable_session("set")
+  return (self:_call(session, session.set_now, session.set, path, nil, path, value, version))
 end
 
 --- delete_async(path, version) -> future of true
@@ -506,7 +567,12 @@ end
 --- delete(path, version, recursive) -> true.  recursive deletes the whole subtree.
 function Client:delete(path, version, recursive)
   recursive = check.flag("delete", recursive, "recursive")
-  if not recursive then return self:_result(self:delete_async(path, version)) end
+  if not recursive then
+    check.path("delete", path)
+    version = check.version("delete", version)
+    local session = self:_usable_session("delete")
+    return (self:_call(session, session.delete_now, session.delete, path, nil, path, version))
+  end
   check.path("delete", path)
   check.version("delete", version)
   if version ~= nil and version ~= -1 then

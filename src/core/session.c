@@ -198,6 +198,8 @@ void zkl_session_free(zkl_session *s)
     if (!s)
         return;
     zkl_session_stop(s);
+    zkl_event_free(s->held);
+    s->held = NULL;
     /* routed ops still queued are owed their callbacks: their owners count on them */
     zkl_event *ev;
     while ((ev = zkl_queue_pop(&s->queue)) != NULL) {
@@ -340,6 +342,11 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
 
 zkl_event *zkl_session_next(zkl_session *s)
 {
+    if (s->held) {
+        zkl_event *held = s->held;
+        s->held = NULL;
+        return held;
+    }
     retry_open_if_owed(s);
     for (;;) {
         zkl_event *ev = zkl_queue_pop(&s->queue);
@@ -373,6 +380,21 @@ void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ct
             s->listeners[i] = s->listeners[--s->listener_count];
             return;
         }
+    }
+}
+
+zkl_event *zkl_session_await(zkl_session *s, uint64_t id)
+{
+    for (;;) {
+        zkl_event *ev = zkl_session_next(s);
+        if (ev && ev->kind == ZKL_EV_OP && ev->id == id)
+            return ev;
+        if (ev) {
+            s->held = ev; /* someone else's news comes first: the caller delivers it */
+            return NULL;
+        }
+        if (!zkl_session_wait(s, -1))
+            return NULL; /* a quiet slice: the caller looks at signals, then waits again */
     }
 }
 
