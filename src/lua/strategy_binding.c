@@ -103,7 +103,7 @@ static int read_current(lua_State *L, const zkl_strategy_input *in, const size_t
                         size_t *current)
 {
     for (size_t i = 0; i < in->n_items; i++) {
-        lua_pushlstring(L, in->items[i].data, in->items[i].len);
+        lua_rawgeti(L, ARG_ITEMS, (lua_Integer)i + 1); /* the item's own string: no rehash */
         lua_rawget(L, ARG_CURRENT);
         int type = lua_type(L, -1);
         if (type == LUA_TNIL) {
@@ -128,7 +128,7 @@ static int read_current(lua_State *L, const zkl_strategy_input *in, const size_t
 static int read_weights(lua_State *L, const zkl_strategy_input *in, double *weights)
 {
     for (size_t m = 0; m < in->n_members; m++) {
-        lua_pushlstring(L, in->members[m].data, in->members[m].len);
+        lua_rawgeti(L, ARG_MEMBERS, (lua_Integer)m + 1);
         lua_rawget(L, ARG_WEIGHTS);
         int type = lua_type(L, -1);
         double w = type == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : 1.0;
@@ -145,7 +145,8 @@ static int read_weights(lua_State *L, const zkl_strategy_input *in, double *weig
     return 0;
 }
 
-/* Pushes {member -> array of its items in bytewise order}, every member present. */
+/* Pushes {member -> array of its items in bytewise order}, every member present.  The strings
+ * are the caller's own (read from its tables), so Lua need not hash them again. */
 static void push_assignment(lua_State *L, const zkl_strategy_input *in,
                             const size_t *item_order, const size_t *owner)
 {
@@ -166,11 +167,11 @@ static void push_assignment(lua_State *L, const zkl_strategy_input *in,
     lua_createtable(L, 0, (int)(n < 1000000 ? n : 1000000));
     for (size_t m = 0; m < n; m++) {
         size_t count = start[m + 1] - start[m];
-        lua_pushlstring(L, in->members[m].data, in->members[m].len);
+        lua_rawgeti(L, ARG_MEMBERS, (lua_Integer)m + 1);
         lua_createtable(L, (int)(count < 100000000 ? count : 100000000), 0);
         for (size_t j = 0; j < count; j++) {
             size_t i = slot[start[m] + j];
-            lua_pushlstring(L, in->items[i].data, in->items[i].len);
+            lua_rawgeti(L, ARG_ITEMS, (lua_Integer)i + 1);
             lua_rawseti(L, -2, (lua_Integer)j + 1);
         }
         lua_rawset(L, -3);
@@ -196,6 +197,8 @@ static int read_input(lua_State *L, zkl_strategy_fn fn, zkl_strategy_input *in,
         rc = read_strings(L, ARG_ITEMS, "items", items, in->n_items);
     in->members = members;
     in->items = items;
+    in->member_order = *member_order; /* sorted below: the strategies need not sort again */
+    in->item_order = *item_order;
     if (!rc)
         rc = sort_distinct(L, "members", members, in->n_members, *member_order);
     if (!rc)

@@ -83,6 +83,22 @@ int zkl_strategy_sort(const zkl_str *list, size_t n, size_t *order)
     return 0;
 }
 
+const size_t *zkl_strategy_order(const zkl_str *list, size_t n, const size_t *given,
+                                 size_t **to_free)
+{
+    *to_free = NULL;
+    if (given)
+        return given;
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order || zkl_strategy_sort(list, n, order) != 0) {
+        free(order);
+        errno = ENOMEM;
+        return NULL;
+    }
+    *to_free = order;
+    return order;
+}
+
 size_t zkl_strategy_duplicate(const zkl_str *list, const size_t *order, size_t n)
 {
     for (size_t k = 1; k < n; k++) {
@@ -178,13 +194,13 @@ int zkl_strategy_fill(const zkl_strategy_input *in, const size_t *quota, size_t 
     size_t n = in->n_members, items = in->n_items;
     if (n == 0 || items == 0)
         return 0;
-    size_t *item_order = malloc(items * sizeof *item_order);
+    size_t *sorted = NULL;
+    const size_t *item_order = zkl_strategy_order(in->items, items, in->item_order, &sorted);
     size_t *room = malloc(n * sizeof *room);
     size_t *avail = malloc(n * sizeof *avail);
     uint64_t *member_hash = malloc(n * sizeof *member_hash);
     int rc = -1;
-    if (!item_order || !room || !avail || !member_hash ||
-        zkl_strategy_sort(in->items, items, item_order) != 0) {
+    if (!item_order || !room || !avail || !member_hash) {
         errno = ENOMEM;
         goto done;
     }
@@ -199,7 +215,7 @@ int zkl_strategy_fill(const zkl_strategy_input *in, const size_t *quota, size_t 
     place_the_rest(in, item_order, member_hash, room, avail, n_avail, owner);
     rc = 0;
 done:
-    free(item_order);
+    free(sorted);
     free(room);
     free(avail);
     free(member_hash);

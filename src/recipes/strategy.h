@@ -61,6 +61,9 @@ typedef struct {
     const double *weights;  /* NULL (all 1), or per member: a finite number > 0 (weighted) */
     size_t vnodes;          /* points per member on the ring, 1 .. ZKL_STRATEGY_MAX_VNODES;
                                0 means ZKL_STRATEGY_DEFAULT_VNODES (consistent_hash) */
+    const size_t *member_order; /* NULL, or the members' order from zkl_strategy_sort (a caller
+                                   that sorted them already saves a strategy the work) */
+    const size_t *item_order;   /* the same for the items */
 } zkl_strategy_input;
 
 /* A strategy writes owner[i] = the index in in->members of the owner of in->items[i].
@@ -93,6 +96,11 @@ int zkl_str_compare(zkl_str a, zkl_str b);
 
 /* order[k] = the index in list of its k-th string in bytewise order.  0, or -1 (ENOMEM). */
 int zkl_strategy_sort(const zkl_str *list, size_t n, size_t *order);
+
+/* given when not NULL; else list's order from zkl_strategy_sort in new memory, also stored in
+ * *to_free for the caller to free.  NULL when out of memory (errno ENOMEM). */
+const size_t *zkl_strategy_order(const zkl_str *list, size_t n, const size_t *given,
+                                 size_t **to_free);
 
 /* With order from zkl_strategy_sort: the index of a string that occurs twice in list, or
  * ZKL_STRATEGY_NO_OWNER when all are distinct. */

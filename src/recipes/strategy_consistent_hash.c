@@ -4,8 +4,9 @@
  * k = 0 .. vnodes - 1 (k in decimal); an item belongs to the member of the first point at or
  * after hash(item), wrapping past the top.  A join takes items only from the arcs the new
  * points split; a leave hands only the leaver's arcs to the next points.  More vnodes give a
- * better balance (160, the default, keeps members within about ±25% of N / n) for a larger
- * ring (members × vnodes points, sorted on every call).
+ * better balance for a larger ring (members × vnodes points, built and sorted on every call):
+ * with the default 160, members typically own within ±20% of N / n (the arcs' spread is about
+ * 8%, plus the items' own chance), 10 × 4000 measured 329 .. 445 for 400.
  */
 #include "strategy.h"
 

@@ -15,19 +15,20 @@ int zkl_strategy_round_robin(const zkl_strategy_input *in, size_t *owner)
     size_t n = in->n_members, items = in->n_items;
     if (n == 0 || items == 0)
         return 0;
-    size_t *member_order = malloc(n * sizeof *member_order);
-    size_t *item_order = malloc(items * sizeof *item_order);
+    size_t *sorted_members, *sorted_items;
+    const size_t *member_order = zkl_strategy_order(in->members, n, in->member_order,
+                                                    &sorted_members);
+    const size_t *item_order = zkl_strategy_order(in->items, items, in->item_order,
+                                                  &sorted_items);
     int rc = -1;
-    if (!member_order || !item_order || zkl_strategy_sort(in->members, n, member_order) != 0 ||
-        zkl_strategy_sort(in->items, items, item_order) != 0) {
-        errno = ENOMEM;
-        goto done;
+    if (member_order && item_order) {
+        for (size_t k = 0; k < items; k++)
+            owner[item_order[k]] = member_order[k % n];
+        rc = 0;
     }
-    for (size_t k = 0; k < items; k++)
-        owner[item_order[k]] = member_order[k % n];
-    rc = 0;
-done:
-    free(member_order);
-    free(item_order);
+    free(sorted_members);
+    free(sorted_items);
+    if (rc != 0)
+        errno = ENOMEM;
     return rc;
 }
