@@ -68,7 +68,7 @@ local function run(runs)
   local weights = {}
   for i, m in ipairs(members) do weights[m] = 1 + i % 4 end
   -- a realistic rebalance for sticky/weighted: the ownership of 99 members, one joining now
-  local current = strategies.owners(strategies.sticky({ table.unpack(members, 1, 99) }, items))
+  local current = strategies.owners(strategies.sticky({ (table.unpack or unpack)(members, 1, 99) }, items))
   local least_loaded = strategies.load("examples/strategies/least_loaded.lua")
   local cases = {
     { "round_robin (C)", strategies.round_robin },
