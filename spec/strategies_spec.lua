@@ -440,6 +440,40 @@ for line in sys.stdin.buffer.read().split(b"\n")[:-1]:
   end)
 end)
 
+describe("consistent_hash and rendezvous", function()
+  -- The assignment an independent program computes from the documented definitions.
+  local function reference(name, members, items, vnodes)
+    local file = os.tmpname()
+    local f = assert(io.open(file, "wb"))
+    f:write(table.concat(members, "\n"), "\n\n", table.concat(items, "\n"), "\n")
+    f:close()
+    local pipe = assert(io.popen(string.format("%s spec/fixtures/strategies_reference.py %s %d %s",
+                                               helpers.PYTHON, name, vnodes or 160, file)))
+    local out = pipe:read("*a")
+    pipe:close()
+    os.remove(file)
+    local assignment = {}
+    for _, m in ipairs(members) do assignment[m] = {} end
+    for member, item in out:gmatch("([^\t\n]*)\t([^\n]*)\n") do
+      table.insert(assignment[member], item)
+    end
+    for _, owned in pairs(assignment) do table.sort(owned) end
+    return assignment
+  end
+
+  it("are what their documented definitions give, computed by another program", function()
+    local members, items = members_of(10), names("item-", 500)
+    members[#members + 1] = "wörker-😀"
+    items[#items + 1] = "é"
+    for _, name in ipairs({ "consistent_hash", "rendezvous" }) do
+      assert.are.equal(canonical(reference(name, members, items)),
+                       canonical(strategies[name](members, items)))
+    end
+    assert.are.equal(canonical(reference("consistent_hash", members, items, 7)),
+                     canonical(strategies.consistent_hash(members, items, { vnodes = 7 })))
+  end)
+end)
+
 describe("strategies.get", function()
   it("returns built-ins by name, functions as they are, and a table's allocate", function()
     for _, name in ipairs(BUILTINS) do assert.are.equal(strategies[name], strategies.get(name)) end
