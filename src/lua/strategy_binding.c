@@ -224,6 +224,7 @@ static int core_strategy(lua_State *L)
         return luaL_argerror(L, ARG_NAME, "no such strategy");
     luaL_checktype(L, ARG_MEMBERS, LUA_TTABLE);
     luaL_checktype(L, ARG_ITEMS, LUA_TTABLE);
+    luaL_checkstack(L, 24, NULL); /* the arrays (userdata) and the result being built */
     lua_Integer vnodes = luaL_optinteger(L, ARG_VNODES, 0);
     luaL_argcheck(L, vnodes >= 0 && vnodes <= ZKL_STRATEGY_MAX_VNODES, ARG_VNODES,
                   "vnodes out of range");
