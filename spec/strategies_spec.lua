@@ -656,20 +656,4 @@ describe("bad input", function()
     rejected("assignment", strategies.owners, { a = { 1 } })
   end)
 end)
-
-describe("the C strategies under valgrind", function()
-  it("leak nothing and touch no memory they should not", function()
-    local log = os.tmpname()
-    local cmd = "valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite " ..
-                "--error-exitcode=99 --log-file=" .. log ..
-                " ./zklua spec/fixtures/strategies_valgrind.lua 2>&1"
-    local pipe = assert(io.popen(cmd))
-    local out = pipe:read("*a")
-    local ok, _, code = pipe:close()
-    local f = io.open(log); local report = f and f:read("*a") or ""; if f then f:close() end
-    os.remove(log)
-    assert(ok, "valgrind exit " .. tostring(code) .. ":\n" .. out .. report)
-    assert.matches("ok", out, 1, true)
-    assert.are.equal("", report)
-  end)
-end)
+-- The C strategies under valgrind: spec/valgrind_spec.lua runs spec/fixtures/strategies_valgrind.lua.

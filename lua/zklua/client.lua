@@ -186,6 +186,7 @@ end
 --- Handles the events waiting, after waiting at most timeout seconds for the first
 -- (nil or 0: never waits).  Returns how many were handled.
 function Client:dispatch(timeout)
+  check.timeout("dispatch", timeout)
   local session = self._session
   if not session then return 0 end
   if timeout and timeout > 0 then session:wait(timeout) end
@@ -201,6 +202,7 @@ end
 --- Blocks until events wait or timeout seconds pass (nil: up to 0.2 s; it returns at least
 -- that often so that signals are seen).  The caller then dispatches them all.
 function Client:wait_for_events(timeout)
+  check.timeout("wait_for_events", timeout)
   local session = self._session
   if not session then return false end
   return session:wait(timeout)
@@ -263,6 +265,7 @@ end
 function Client:close()
   if not self._session then return end
   self:stop()
+  if not self._session then return end -- a callback run by stop() closed it already
   self._session:close()
   self._session = nil
   self.handler.detach(self)
@@ -409,14 +412,14 @@ function Client:create_async(path, value, opts)
   local first = self:_submit_create(path, value, acl, flags, opts.include_data)
   if not opts.makepath then return first end
   local client, result = self, Future.new(self.handler)
-  return result:chain(first, function(attempt)
+  return result:_chain(first, function(attempt)
     local parent = parent_of(path)
     if not (errors.is(attempt.exception, errors.NoNodeError) and parent ~= "") then
       return settle_from(attempt, result)
     end
-    result:chain(client:ensure_path_async(parent, opts.acl), function(made)
+    result:_chain(client:ensure_path_async(parent, opts.acl), function(made)
       if made.exception then return result:set_exception(made.exception) end
-      result:chain(client:_submit_create(path, value, acl, flags, opts.include_data),
+      result:_chain(client:_submit_create(path, value, acl, flags, opts.include_data),
                    settle_from)
     end)
   end)
@@ -446,10 +449,10 @@ function Client:ensure_path_async(path, acl)
     return result
   end
   local client = self
-  return result:chain(self:exists_async(path), function(exists)
+  return result:_chain(self:exists_async(path), function(exists)
     if exists.exception then return result:set_exception(exists.exception) end
     if exists.value then return result:set(true) end
-    result:chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
+    result:_chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
       if made.exception and not errors.is(made.exception, errors.NodeExistsError) then
         return result:set_exception(made.exception)
       end
@@ -602,9 +605,9 @@ function Client:set_acls_async(path, acls, version)
   local session = self:_usable_session("set_acls")
   local changed = self:_track(session:set_acl(path, acls, version), path)
   local client, result = self, Future.new(self.handler)
-  return result:chain(changed, function(f)
+  return result:_chain(changed, function(f)
     if f.exception then return result:set_exception(f.exception) end
-    result:chain(client:exists_async(path), settle_from) -- the C library returns no stat
+    result:_chain(client:exists_async(path), settle_from) -- the C library returns no stat
   end)
 end
 

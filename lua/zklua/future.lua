@@ -103,7 +103,7 @@ function Future:unlink(fn)
 end
 
 --- A future resolved from another: when source resolves, fn(source) decides this one.
-function Future:chain(source, fn)
+function Future:_chain(source, fn)
   local target = self
   source:rawlink(function(src)
     local ok, err = pcall(fn, src, target)

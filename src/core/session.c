@@ -282,9 +282,18 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     return new_state_event(s);
 }
 
+static int is_listening(const zkl_session *s, const zkl_state_listener *l)
+{
+    for (int i = 0; i < s->listener_count; i++)
+        if (s->listeners[i].fn == l->fn && s->listeners[i].ctx == l->ctx)
+            return 1;
+    return 0;
+}
+
 static void tell_state_listeners(zkl_session *s, zkl_state state)
 {
-    /* a listener may remove itself (or others): walk a copy */
+    /* a listener may remove itself or others (even free their objects): walk a copy, and
+     * skip entries removed meanwhile */
     int n = s->listener_count;
     if (n == 0)
         return;
@@ -294,7 +303,8 @@ static void tell_state_listeners(zkl_session *s, zkl_state state)
     for (int i = 0; i < n; i++)
         copy[i] = s->listeners[i];
     for (int i = 0; i < n; i++)
-        copy[i].fn(s, state, copy[i].ctx);
+        if (is_listening(s, &copy[i]))
+            copy[i].fn(s, state, copy[i].ctx);
     free(copy);
 }
 
