@@ -14,6 +14,9 @@
  * reconnection never stack a second watch on a node.  An id is cleared when its watch fires
  * or is dropped (ZOO_NOTWATCHING_EVENT: the read failed, or the handle was closed).
  *
+ * Reads wait in a queue of nodes (each node once, with the kinds of read it wants) and go out
+ * while fewer than READ_WINDOW are in flight, in the order they were wanted.
+ *
  * Counting: `outstanding` is the reads in flight (INITIALIZED needs 0), `inflight` the route
  * calls still owed (reads and watches): a freed cache lingers as a shell until it is 0.
  * `stale` says a read failed on the connection and the tree waits for its re-read on
@@ -28,6 +31,11 @@
 #include "../core/ops.h"
 
 enum { NODE_PENDING = 0, NODE_LIVE, NODE_DEAD };
+enum { WANT_DATA = 1, WANT_CHILDREN = 2, WANT_EXISTS = 4 };
+
+/* Reads in flight at most: enough to keep the pipe full, and a big tree's load does not hold
+ * tens of thousands of requests (and their buffers) in memory at once. */
+enum { READ_WINDOW = 1000 };
 
 typedef enum { REQ_GET, REQ_CHILDREN, REQ_EXISTS } req_kind;
 
@@ -46,6 +54,8 @@ struct zkl_tree_node {
     int data_len;
     struct Stat stat;            /* valid once LIVE */
     uint64_t data_watch, child_watch; /* ids of the live watches, 0: none */
+    int want;                    /* WANT_* reads waiting to be sent; 0: not queued */
+    zkl_tree_node *queue_prev, *queue_next;
 };
 
 /* What a routed read was about: the ctx of its route, freed once its completion and its
@@ -71,6 +81,7 @@ struct zkl_tree_cache {
     char *scratch;               /* a child's path is built here */
     size_t scratch_size;
 
+    zkl_tree_node *queue_head, *queue_tail; /* nodes with reads waiting, oldest first */
     uint64_t root_watch;         /* the exists watch on the root, 0: none */
     long outstanding, inflight;
     int stale;
@@ -262,6 +273,7 @@ static void free_tree(zkl_tree_cache *tc)
     tc->buckets = NULL;
     tc->bucket_count = tc->node_count = tc->live_count = 0;
     tc->root = NULL;
+    tc->queue_head = tc->queue_tail = NULL;
 }
 
 /* ---------------------------------------------------------------- events */
@@ -368,37 +380,100 @@ static uint64_t submit(zkl_tree_cache *tc, req_kind kind, const char *path, int 
     return id;
 }
 
+/* Sends one of n's wanted reads, data before children; a watch is asked for only when the
+ * node holds none of that kind (decided now, not when the read was wanted). */
+static void send_one(zkl_tree_cache *tc, zkl_tree_node *n)
+{
+    uint64_t *watch_id;
+    req_kind kind;
+    if (n->want & WANT_DATA) {
+        n->want &= ~WANT_DATA;
+        kind = REQ_GET;
+        watch_id = &n->data_watch;
+    } else if (n->want & WANT_CHILDREN) {
+        n->want &= ~WANT_CHILDREN;
+        kind = REQ_CHILDREN;
+        watch_id = &n->child_watch;
+    } else {
+        n->want &= ~WANT_EXISTS;
+        kind = REQ_EXISTS;
+        watch_id = &tc->root_watch;
+    }
+    int watch = *watch_id == 0;
+    uint64_t id = submit(tc, kind, n->path, watch);
+    if (watch)
+        *watch_id = id;
+}
+
+static void unqueue(zkl_tree_cache *tc, zkl_tree_node *n)
+{
+    if (n->queue_prev)
+        n->queue_prev->queue_next = n->queue_next;
+    else
+        tc->queue_head = n->queue_next;
+    if (n->queue_next)
+        n->queue_next->queue_prev = n->queue_prev;
+    else
+        tc->queue_tail = n->queue_prev;
+    n->queue_prev = n->queue_next = NULL;
+    n->want = 0;
+}
+
+static void clear_queue(zkl_tree_cache *tc)
+{
+    while (tc->queue_head)
+        unqueue(tc, tc->queue_head);
+}
+
+/* Sends wanted reads, oldest first, while fewer than READ_WINDOW are in flight.  Only while
+ * CONNECTED: otherwise they would fail, and the re-read on CONNECTED covers them. */
+static void pump(zkl_tree_cache *tc)
+{
+    while (tc->queue_head && tc->outstanding < READ_WINDOW &&
+           zkl_session_state(tc->s) == ZKL_CONNECTED) {
+        zkl_tree_node *n = tc->queue_head;
+        send_one(tc, n);
+        if (n->want == 0)
+            unqueue(tc, n);
+    }
+}
+
+/* Asks for reads of n (WANT_* bits): a node waits in the queue once, whatever asked. */
+static void request(zkl_tree_cache *tc, zkl_tree_node *n, int want)
+{
+    if (n->want == 0) {
+        n->queue_prev = tc->queue_tail;
+        if (tc->queue_tail)
+            tc->queue_tail->queue_next = n;
+        else
+            tc->queue_head = n;
+        tc->queue_tail = n;
+    }
+    n->want |= want;
+    pump(tc);
+}
+
 static void read_data(zkl_tree_cache *tc, zkl_tree_node *n)
 {
-    int watch = n->data_watch == 0;
-    uint64_t id = submit(tc, REQ_GET, n->path, watch);
-    if (watch)
-        n->data_watch = id;
+    request(tc, n, WANT_DATA);
 }
 
 static void read_children(zkl_tree_cache *tc, zkl_tree_node *n)
 {
-    int watch = n->child_watch == 0;
-    uint64_t id = submit(tc, REQ_CHILDREN, n->path, watch);
-    if (watch)
-        n->child_watch = id;
+    request(tc, n, WANT_CHILDREN);
 }
 
 /* Data first: a node's get is answered before its listing, so a parent is added before its
  * children. */
 static void read_node(zkl_tree_cache *tc, zkl_tree_node *n)
 {
-    read_data(tc, n);
-    read_children(tc, n);
+    request(tc, n, WANT_DATA | WANT_CHILDREN);
 }
 
 /* The root is missing: an exists watch tells when it appears. */
 static void look_for_root(zkl_tree_cache *tc)
 {
-    int watch = tc->root_watch == 0;
-    uint64_t id = submit(tc, REQ_EXISTS, tc->root->path, watch);
-    if (watch)
-        tc->root_watch = id;
+    request(tc, tc->root, WANT_EXISTS);
 }
 
 /* Reads every node again (after a reconnection), parents before their children. */
@@ -418,6 +493,8 @@ static void read_all(zkl_tree_cache *tc)
 /* Removes a node without children: out of its parent and the table, reported, freed. */
 static void remove_leaf(zkl_tree_cache *tc, zkl_tree_node *n)
 {
+    if (n->want)
+        unqueue(tc, n);
     child_unlink(n);
     table_remove(tc, n);
     if (n->state == NODE_LIVE) {
@@ -677,7 +754,7 @@ static int active(const zkl_tree_cache *tc)
 
 static void maybe_initialized(zkl_tree_cache *tc)
 {
-    if (tc->initialized || !active(tc) || tc->outstanding > 0 || tc->stale ||
+    if (tc->initialized || !active(tc) || tc->outstanding > 0 || tc->queue_head || tc->stale ||
         zkl_session_state(tc->s) != ZKL_CONNECTED)
         return;
     tc->initialized = 1;
@@ -695,6 +772,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
             emit_plain(tc, ZKL_TREE_CONNECTION_RECONNECTED);
         tc->away = 0;
         tc->stale = 0;
+        clear_queue(tc); /* everything is read again anyway */
         read_all(tc); /* whatever changed meanwhile shows as differences */
     } else {
         tc->away = 1;
@@ -748,6 +826,8 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
     }
     if (--req->refs == 0)
         free(req);
+    if (active(tc))
+        pump(tc);
     maybe_initialized(tc);
     maybe_destroy(tc);
 }
