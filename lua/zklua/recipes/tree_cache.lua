@@ -33,6 +33,8 @@
 --   no longer watched.  When the client is CONNECTED again on a new session:
 --   CONNECTION_RECONNECTED and the same re-read, reporting the differences.
 -- * The root deleted: NODE_REMOVED for its subtree and itself; created again: NODE_ADDED.
+-- * cache.initialized: true once INITIALIZED was sent; cache.state: "latent", "started" or
+--   "closed"; require("zklua.recipes.tree_cache").TreeEvent names the event types.
 -- * get_data/get_children answer from memory (nil for a node not in the cache); a path
 --   outside the cache's tree is a BadArgumentsError.  After close() the cache is empty, no
 --   listener is called again, and it cannot be started again (as kazoo).
