@@ -713,6 +713,11 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A kazoo TreeCache (zklua.recipes.tree_cache): an in-memory copy of path's subtree.
+function Client:TreeCache(path)
+  return require("zklua.recipes.tree_cache").TreeCache(self, path)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)
