@@ -644,6 +644,11 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A kazoo Semaphore (zklua.recipes.semaphore): at most max_leases (default 1) holders.
+function Client:Semaphore(path, identifier, max_leases)
+  return require("zklua.recipes.semaphore").Semaphore(self, path, identifier, max_leases)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)
