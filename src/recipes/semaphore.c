@@ -74,7 +74,7 @@ struct zkl_semaphore {
     int blocking;
     int assured;       /* <path> was found (or made) with a consistent max_leases */
     int make_rounds;
-    int checked;       /* the leases were counted during this acquire */
+    int blocked;       /* this acquire found every lease taken, and waited */
     int parked;        /* the step waits for CONNECTED */
     int mutex_asked;   /* STEP_LOCK started an acquire of the mutex not yet looked at */
     int unlock_sent;   /* STEP_UNLOCK asked the mutex to release */
@@ -425,13 +425,13 @@ static void leases_counted(zkl_semaphore *m, const zkl_event *ev)
         step_failed(m, ev->rc);
         return;
     }
-    m->checked = 1;
     if (ev->string_count < m->max_leases) {
         m->watch_id = 0;
         go(m, STEP_CREATE);
     } else if (!m->blocking) {
         abandon(m, ZKL_SEM_BUSY, ZOK);
     } else if (m->watch_id != 0) {
+        m->blocked = 1;
         m->step = STEP_WAIT; /* until the children change */
     } else {
         go(m, STEP_COUNT); /* the watch fired already (or was not set): count again */
@@ -775,7 +775,7 @@ int zkl_semaphore_acquire(zkl_semaphore *m, int blocking)
     m->blocking = blocking;
     m->outcome = ZKL_SEM_PENDING;
     m->rc = ZOK;
-    m->checked = 0;
+    m->blocked = 0;
     m->make_rounds = 0;
     m->mutex_asked = 0;
     free(m->stored_max);
@@ -848,7 +848,11 @@ int zkl_semaphore_release_rc(const zkl_semaphore *m)
 
 int zkl_semaphore_checked(const zkl_semaphore *m)
 {
-    return m->checked || (m->step == STEP_LOCK && m->mutex_asked && zkl_lock_checked(m->mutex));
+    if (m->blocked)
+        return 1;
+    /* waiting for the mutex behind another acquirer (a free one is taken in the same event) */
+    return m->step == STEP_LOCK && m->mutex_asked && zkl_lock_checked(m->mutex) &&
+           zkl_lock_phase_of(m->mutex) == ZKL_LOCK_ACQUIRING;
 }
 
 int zkl_semaphore_is_held(const zkl_semaphore *m)

@@ -99,7 +99,9 @@ zkl_semaphore_outcome zkl_semaphore_outcome_of(const zkl_semaphore *m, int *rc);
 /* With ZKL_SEM_MISMATCH: the max_leases text found in <path> (trimmed), else NULL. */
 const char *zkl_semaphore_stored_max(const zkl_semaphore *m);
 int zkl_semaphore_release_rc(const zkl_semaphore *m); /* ZOK, or why the last release failed */
-/* Whether the acquire under way has looked at the mutex's contenders or the leases once. */
+/* Whether the acquire under way has found itself blocked: every lease taken, or the mutex
+ * held by another acquirer.  (The owner's timeout ends an acquire only after that, so that a
+ * free lease found at the deadline is still taken.) */
 int zkl_semaphore_checked(const zkl_semaphore *m);
 int zkl_semaphore_is_held(const zkl_semaphore *m); /* HELD or RELEASING */
 const char *zkl_semaphore_node(const zkl_semaphore *m);      /* the lease node's name */
