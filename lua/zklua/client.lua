@@ -718,6 +718,22 @@ function Client:TreeCache(path)
   return require("zklua.recipes.tree_cache").TreeCache(self, path)
 end
 
+--- A kazoo Semaphore (zklua.recipes.semaphore): at most max_leases (default 1) holders.
+function Client:Semaphore(path, identifier, max_leases)
+  return require("zklua.recipes.semaphore").Semaphore(self, path, identifier, max_leases)
+end
+
+--- A kazoo NonBlockingLease (zklua.recipes.lease): lease.obtained; time-based (seconds).
+function Client:NonBlockingLease(path, duration, identifier, utcnow)
+  return require("zklua.recipes.lease").NonBlockingLease(self, path, duration, identifier, utcnow)
+end
+
+--- A kazoo MultiNonBlockingLease: one of count leases under path.
+function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow)
+  return require("zklua.recipes.lease").MultiNonBlockingLease(self, count, path, duration,
+                                                              identifier, utcnow)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

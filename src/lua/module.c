@@ -21,6 +21,8 @@
 #include "counter_binding.h"
 #include "party_binding.h"
 #include "barrier_binding.h"
+#include "semaphore_binding.h"
+#include "lease_binding.h"
 #include "session_binding.h"
 #include "strategy_binding.h"
 #include "tree_cache_binding.h"
@@ -176,6 +178,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_barrier(L);
     zkl_register_strategies(L);
     zkl_register_tree_cache(L);
+    zkl_register_semaphore(L);
+    zkl_register_lease(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

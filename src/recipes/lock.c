@@ -77,6 +77,9 @@ struct zkl_lock {
      * ignored). */
     uint64_t pipelined_check;
     long inflight;    /* routed ops and watches not yet come back */
+
+    zkl_lock_observer observer; /* see zkl_lock_observe() */
+    void *observer_ctx;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -606,6 +609,16 @@ static void maybe_destroy(zkl_lock *l)
     destroy(l);
 }
 
+/* The last thing after each event: an orphan may go; otherwise the observer hears of it (and
+ * may free the lock, so nothing touches l after it). */
+static void after_event(zkl_lock *l, int state)
+{
+    if (l->orphaned || !l->observer)
+        maybe_destroy(l);
+    else
+        l->observer(l->observer_ctx, state);
+}
+
 static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
 {
     (void)s;
@@ -629,7 +642,7 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
         l->watch_id = 0;
         on_watch(l, ev);
     }
-    maybe_destroy(l);
+    after_event(l, ZKL_LOCK_NO_STATE);
 }
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx)
@@ -646,7 +659,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
         else
             session_expired(l);
     }
-    maybe_destroy(l);
+    after_event(l, (int)state);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -706,6 +719,12 @@ void zkl_lock_forget_session(zkl_lock *l)
     l->inflight = 0; /* the session delivered (or dropped) everything before it went */
     if (l->phase != ZKL_LOCK_HELD || l->ephemeral)
         become_idle(l);
+}
+
+void zkl_lock_observe(zkl_lock *l, zkl_lock_observer fn, void *ctx)
+{
+    l->observer = fn;
+    l->observer_ctx = ctx;
 }
 
 int zkl_lock_acquire(zkl_lock *l, int blocking, int ephemeral)

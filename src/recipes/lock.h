@@ -100,6 +100,16 @@ int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token); /* 0 while held, 
 uint64_t zkl_lock_id(const zkl_lock *l); /* the notify target */
 long zkl_lock_inflight(const zkl_lock *l);
 
+/* An observer (another C recipe built on this lock, e.g. the Semaphore's mutex) hears of the
+ * lock's progress: fn(ctx, state) runs on the owner thread after the lock handled each of its
+ * routed events (state ZKL_LOCK_NO_STATE) and each session state change (state: the new
+ * zkl_state), so the observer sees state changes after the lock itself did.  fn reads the
+ * phase and outcome; it may call any zkl_lock_* function, including zkl_lock_free() (nothing
+ * touches the lock after fn returns).  An orphaned lock calls no observer.  fn NULL: none. */
+enum { ZKL_LOCK_NO_STATE = -1 };
+typedef void (*zkl_lock_observer)(void *ctx, int state);
+void zkl_lock_observe(zkl_lock *l, zkl_lock_observer fn, void *ctx);
+
 /* Contender matching, shared with whoever lists contenders: the kind of a child's name
  * (0 exclusive, 1 shared, -1 not a contender), and *seq its sequence suffix. */
 int zkl_lock_contender_kind(const char *name, const char **seq);
