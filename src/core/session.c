@@ -5,6 +5,13 @@
  * machine runs in zkl_session_next() on the owner thread, which is also where an expired
  * handle is closed and replaced.  zookeeper_close() joins the library's threads, so once it
  * returns nothing else can complete, and the ops it dropped are failed from the pending list.
+ *
+ * The library learns of an expiry only from a server, so without a quorum a client would stay
+ * SUSPENDED for as long as the outage lasts, its lock holders still "holding".  A connection
+ * down for a whole session timeout therefore counts as an expiry here (Curator does the same):
+ * a server with a quorum has expired the session by then, and one without cannot vouch for it.
+ * The handle is closed, LOST reported, and a new session opened.  The check runs on the owner
+ * thread whenever it waits or takes events (zkl_session_wait slices, zkl_session_next).
  */
 #include "session_private.h"
 
@@ -12,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -232,6 +240,22 @@ static void retry_open_if_owed(zkl_session *s)
         open_handle(s);
 }
 
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
+}
+
+/* While SUSPENDED, the ms left before the session counts as lost (0 when due); else -1. */
+static long long suspension_ms_left(const zkl_session *s)
+{
+    if (s->state != ZKL_SUSPENDED || s->suspended_at_ms == 0 || s->stopped)
+        return -1;
+    long long left = s->suspended_at_ms + s->suspended_timeout_ms - monotonic_ms();
+    return left > 0 ? left : 0;
+}
+
 int zkl_session_wait(zkl_session *s, int timeout_ms)
 {
     retry_open_if_owed(s);
@@ -241,12 +265,16 @@ int zkl_session_wait(zkl_session *s, int timeout_ms)
      * SIGINT (the zklua runner) must get control back soon after one. */
     if (timeout_ms < 0 || timeout_ms > WAIT_SLICE_MS)
         timeout_ms = WAIT_SLICE_MS;
+    long long left = suspension_ms_left(s);
+    if (left >= 0 && left < timeout_ms)
+        timeout_ms = (int)left;
     return zkl_queue_wait(&s->queue, timeout_ms);
 }
 
 /* The session is gone (expired, or auth failed): drop the handle, report LOST. */
 static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int reopen)
 {
+    s->suspended_at_ms = 0;
     s->client_state = why;
     close_handle(s, rc);
     s->state = ZKL_LOST;
@@ -274,9 +302,14 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
         s->state = ZKL_CONNECTED;
     } else { /* connecting, associating or between attempts */
         s->client_state = ZKL_CS_CONNECTING;
-        if (s->state == ZKL_CONNECTED)
+        if (s->state == ZKL_CONNECTED) {
             s->state = ZKL_SUSPENDED;
+            s->suspended_at_ms = monotonic_ms();
+            s->suspended_timeout_ms = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
+        }
     }
+    if (s->state != ZKL_SUSPENDED)
+        s->suspended_at_ms = 0;
     if (s->state == old_state && s->client_state == old_client_state)
         return NULL;
     return new_state_event(s);
@@ -306,6 +339,18 @@ static void tell_state_listeners(zkl_session *s, zkl_state state)
         if (is_listening(s, &copy[i]))
             copy[i].fn(s, state, copy[i].ctx);
     free(copy);
+}
+
+/* A connection down for a whole session timeout: the session counts as expired (see the top
+ * of this file).  Returns the LOST event to deliver, or NULL when none is due. */
+static zkl_event *lose_if_suspended_too_long(zkl_session *s)
+{
+    if (suspension_ms_left(s) != 0)
+        return NULL;
+    zkl_event *lost = lose_session(s, ZKL_CS_EXPIRED_SESSION, ZSESSIONEXPIRED, 1);
+    if (lost)
+        tell_state_listeners(s, lost->state);
+    return lost;
 }
 
 /* Hands a routed op's event to its route; also settles its watch if it was not registered. */
@@ -360,8 +405,8 @@ zkl_event *zkl_session_next(zkl_session *s)
     retry_open_if_owed(s);
     for (;;) {
         zkl_event *ev = zkl_queue_pop(&s->queue);
-        if (!ev)
-            return NULL;
+        if (!ev) /* news from the library first: a reconnection may be among it */
+            return lose_if_suspended_too_long(s);
         zkl_event *out = NULL;
         if (!consume_internally(s, ev, &out))
             return ev;

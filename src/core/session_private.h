@@ -41,6 +41,10 @@ struct zkl_session {
 
     zkl_state state;
     zkl_client_state client_state;
+    /* While SUSPENDED: when the connection went down (CLOCK_MONOTONIC ms) and the session
+     * timeout the server had granted; a whole timeout later the session counts as LOST. */
+    long long suspended_at_ms;
+    int suspended_timeout_ms;
     uint64_t next_op_id;
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
