@@ -644,6 +644,12 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A kazoo PatientChildrenWatch (zklua.recipes.patient_children): start() -> a future of the
+-- children once unchanged for time_boundary seconds (default 30), and a next-change future.
+function Client:PatientChildrenWatch(path, time_boundary)
+  return require("zklua.recipes.patient_children").PatientChildrenWatch(self, path, time_boundary)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)
