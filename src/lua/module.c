@@ -22,6 +22,7 @@
 #include "party_binding.h"
 #include "barrier_binding.h"
 #include "patient_children_binding.h"
+#include "queue_binding.h"
 #include "session_binding.h"
 #include "zklua_version.h"
 
@@ -174,6 +175,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_party(L);
     zkl_register_barrier(L);
     zkl_register_patient_children(L);
+    zkl_register_item_queue(L);
+    zkl_register_locking_queue(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);
