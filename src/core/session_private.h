@@ -46,6 +46,7 @@ struct zkl_session {
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
     zkl_timers timers;        /* C recipes' one-shot timers (timers.h) */
+    zkl_event *held;          /* popped by zkl_session_await() for another op: next out */
 
     zkl_auth *auths;
     int auth_count;
@@ -54,6 +55,9 @@ struct zkl_session {
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
     int listener_count;
 };
+
+/* ops.c: the library's watcher for one-shot watches; ctx is the op id. */
+void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
 void zkl_ops_reapply_auth(zkl_session *s);

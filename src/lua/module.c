@@ -24,6 +24,8 @@
 #include "patient_children_binding.h"
 #include "queue_binding.h"
 #include "session_binding.h"
+#include "strategy_binding.h"
+#include "tree_cache_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -177,6 +179,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_patient_children(L);
     zkl_register_item_queue(L);
     zkl_register_locking_queue(L);
+    zkl_register_strategies(L);
+    zkl_register_tree_cache(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

@@ -71,6 +71,11 @@ struct zkl_lock {
     char *blocker;    /* the node watched while waiting */
 
     uint64_t op_id, watch_id, ensure_op_id; /* what the lock waits for; 0: nothing */
+    /* The listing sent right behind the create (the server answers a session's requests in
+     * order, so it already sees the new node): a successful create goes straight on to it,
+     * saving a round trip per acquire.  Any other step change drops it (its reply is then
+     * ignored). */
+    uint64_t pipelined_check;
     long inflight;    /* routed ops and watches not yet come back */
 };
 
@@ -196,6 +201,7 @@ static void go(zkl_lock *l, lock_step step)
 {
     l->step = step;
     l->op_id = 0;
+    l->pipelined_check = 0;
     if (zkl_session_state(l->s) == ZKL_CONNECTED)
         run_step(l);
     else
@@ -265,8 +271,11 @@ static uint64_t submit_create(zkl_lock *l)
         l->ensure_op_id = last;
     }
     int flags = l->ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL;
-    return counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl, flags,
-                                    1, &l->route), 0);
+    uint64_t id = counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl,
+                                           flags, 1, &l->route), 0);
+    if (id != 0)
+        l->pipelined_check = counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
+    return id;
 }
 
 /* Submits the op of the current step; returns its id (0: out of memory). */
@@ -314,6 +323,7 @@ static void run_step(zkl_lock *l)
 
 static void created(zkl_lock *l, const zkl_event *ev)
 {
+    uint64_t check = l->pipelined_check;
     if (ev->rc == ZOK) {
         const char *slash = ev->data ? strrchr(ev->data, '/') : NULL;
         char *name = strdup(slash ? slash + 1 : "");
@@ -326,10 +336,15 @@ static void created(zkl_lock *l, const zkl_event *ev)
         l->create_tried = 0;
         l->czxid = ev->stat.czxid;
         l->has_czxid = ev->has_stat;
-        if (l->phase == ZKL_LOCK_ABANDONING)
+        if (l->phase == ZKL_LOCK_ABANDONING) {
             go(l, STEP_DELETE);
-        else
+        } else if (l->has_czxid && check != 0) {
+            l->step = STEP_CHECK; /* its listing is on its way already */
+            l->op_id = check;
+            l->pipelined_check = 0;
+        } else {
             go(l, l->has_czxid ? STEP_CHECK : STEP_STAT);
+        }
         return;
     }
     if (l->phase == ZKL_LOCK_ABANDONING) {

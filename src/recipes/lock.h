@@ -7,7 +7,9 @@
  * (__lock__|__rlock__)-?<10 digits>, sorted by that suffix bytewise.  An exclusive contender
  * (Lock, WriteLock) is blocked by every lower contender; a shared one (ReadLock) only by lower
  * __lock__ nodes.  A blocked contender watches the NEAREST lower blocking node and checks
- * again when it goes (no herd, and no kazoo #649).
+ * again when it goes (no herd, and no kazoo #649).  The first listing is sent right behind the
+ * create, without waiting for its reply (a session's requests are answered in order): an
+ * uncontended acquire costs one round trip.
  *
  * Everything runs on the session's owner thread: ops are submitted with a route and their
  * results (and watches) come back inside zkl_session_next().  The owner drives the lock with
