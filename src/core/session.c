@@ -56,6 +56,12 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
+    if (zkl_timers_init(&s->timers, &s->queue) != 0) {
+        zkl_queue_destroy(&s->queue);
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
     s->timeout_ms = o->timeout_ms;
     s->read_only = o->read_only;
     s->resume = o->resume;
@@ -206,6 +212,7 @@ void zkl_session_free(zkl_session *s)
     if (!s)
         return;
     zkl_session_stop(s);
+    zkl_timers_stop(&s->timers); /* timer events still queued find no timer: dropped */
     zkl_event_free(s->held);
     s->held = NULL;
     /* routed ops still queued are owed their callbacks: their owners count on them */
@@ -218,6 +225,7 @@ void zkl_session_free(zkl_session *s)
         zkl_event_free(ev);
     }
     zkl_queue_destroy(&s->queue);
+    zkl_timers_destroy(&s->timers);
     for (int i = 0; i < s->auth_count; i++) {
         free(s->auths[i].scheme);
         free(s->auths[i].cred);
@@ -391,6 +399,9 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
         return 0;
     case ZKL_EV_NOTIFY:
         return 0;
+    case ZKL_EV_TIMER:
+        zkl_timers_deliver(s, &s->timers, ev);
+        return 1;
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "queue.h"
 #include "session.h"
+#include "timers.h"
 #include "watch_routes.h"
 
 /* The context of one zhandle: callbacks learn from it which session and which handle. */
@@ -48,6 +49,7 @@ struct zkl_session {
     uint64_t next_op_id;
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
+    zkl_timers timers;        /* C recipes' one-shot timers (timers.h) */
     zkl_event *held;          /* popped by zkl_session_await() for another op: next out */
 
     zkl_auth *auths;

@@ -198,6 +198,7 @@ static int push_event(lua_State *L, zkl_event *ev)
         lua_pushinteger(L, ev->type);
         return 3;
     case ZKL_EV_SESSION:
+    case ZKL_EV_TIMER:
         break;
     }
     return 0;

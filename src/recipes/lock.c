@@ -211,8 +211,16 @@ static void go(zkl_lock *l, lock_step step)
         l->parked = 1;
 }
 
+static void notify(zkl_lock *l, int code)
+{
+    if (!l->orphaned && l->s)
+        zkl_session_notify(l->s, l->id, code);
+}
+
 static void become_idle(zkl_lock *l)
 {
+    if (l->phase == ZKL_LOCK_ACQUIRING || l->phase == ZKL_LOCK_ABANDONING)
+        notify(l, ZKL_LOCK_NOTIFY_DECIDED); /* an acquire ended without the lock */
     l->phase = ZKL_LOCK_IDLE;
     l->step = STEP_NONE;
     l->parked = 0;
@@ -260,8 +268,7 @@ static void step_failed(zkl_lock *l, int rc)
 
 static void notify_lost(zkl_lock *l)
 {
-    if (!l->orphaned && l->s)
-        zkl_session_notify(l->s, l->id, ZKL_LOCK_NOTIFY_LOST);
+    notify(l, ZKL_LOCK_NOTIFY_LOST);
 }
 
 static uint64_t submit_create(zkl_lock *l)
@@ -435,6 +442,7 @@ static void contenders_read(zkl_lock *l, const zkl_event *ev)
         l->step = STEP_NONE;
         l->outcome = ZKL_LOCK_GOT;
         set_string(&l->blocker, NULL);
+        notify(l, ZKL_LOCK_NOTIFY_DECIDED);
         return;
     }
     if (!l->blocking) {

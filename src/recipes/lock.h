@@ -25,6 +25,8 @@
  *   owner is told with zkl_session_notify(s, zkl_lock_id(l), ZKL_LOCK_NOTIFY_LOST).  A
  *   persistent holder (ephemeral = 0) keeps the lock.  An acquire in progress starts again on
  *   the new session.  A release or a clean-up in progress finishes (the ephemeral node is gone).
+ * - Once an acquire is decided (held, or ended without the lock) the owner is told with
+ *   ZKL_LOCK_NOTIFY_DECIDED, so that it need not poll the phase (the Election latch).
  * - The session stopped (ZCLOSING): an acquire fails with ZCLOSING; an ephemeral holder is no
  *   longer held (and the owner is notified).
  * - The fencing token is the czxid of the holder's own node: it grows with every new holder.
@@ -64,7 +66,10 @@ typedef enum {
     ZKL_LOCK_FAILED        /* a ZooKeeper error that retrying cannot fix: see rc */
 } zkl_lock_outcome;
 
-enum { ZKL_LOCK_NOTIFY_LOST = 1 }; /* the notify code: the holder lost the lock */
+enum {
+    ZKL_LOCK_NOTIFY_LOST = 1,   /* the holder lost the lock */
+    ZKL_LOCK_NOTIFY_DECIDED = 2 /* an acquire ended: held, or not (see the outcome) */
+};
 
 /* A lock on path (checked by the caller) whose contender node holds data.  acl NULL: open.
  * NULL when out of memory or when no random uuid could be read (errno set). */
