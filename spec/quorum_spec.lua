@@ -5,19 +5,23 @@
 -- read_only = true keeps reading from the read-only node, and its writes are refused.  Once the
 -- quorum is back everyone is CONNECTED again (the read-only client on a read-write server),
 -- and the recipes recover: the lock is taken again, the party shows its members again, the
--- counter adds on from where it was.
+-- counter adds on from where it was.  A client driven only through its fd, as a host event
+-- loop drives it, hears the LOST as well.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
+local blocking = require "zklua.handlers.blocking"
 local errors = zklua.errors
 
 local ROOT = "/quorum"
 local TIMEOUT = 3 -- s, the session timeout of the clients that lose their sessions
+local HOST_TIMEOUT = 10 -- s, the host-loop client's: its loop surely starts before it is up
 
 describe("a 3-node ensemble that loses its quorum", function()
   local ens
   local a, b, r               -- a holds the lock; a and b are party members; r is read-only
+  local h                     -- dispatched only when its fd is readable (a host event loop)
   local lock, party_a, party_b, counter
   local seen = {}             -- client name -> list of { state, time }
   local lost = { lock = 0, party_a = 0, party_b = 0 }
@@ -56,6 +60,8 @@ describe("a 3-node ensemble that loses its quorum", function()
     a = recorded("a", { hosts = ens.hosts, timeout = TIMEOUT })
     b = recorded("b", { hosts = ens.hosts, timeout = TIMEOUT })
     r = recorded("r", { hosts = ens.hosts, timeout = TIMEOUT, read_only = true })
+    h = recorded("h", { hosts = ens.hosts, timeout = HOST_TIMEOUT })
+    blocking.detach(h) -- from now on only the loop below dispatches it
     a:create(ROOT .. "/data", "before the outage", { makepath = true })
     lock = a:Lock(ROOT .. "/lock", "a")
     assert(lock:acquire(true, 30))
@@ -72,6 +78,13 @@ describe("a 3-node ensemble that loses its quorum", function()
     outage.started = core.monotonic()
     ens:node(1):stop()
     ens:node(2):stop()
+    -- h's loop: blocked in poll() on its fd, dispatching only when it is readable; no event
+    -- comes from the library while no server answers, so the core must wake it
+    outage.host_state_before = h.state
+    local fd, deadline = h:fileno(), core.monotonic() + 90
+    while h.state ~= "LOST" and core.monotonic() < deadline do
+      if core.poll({ fd }, 1) then h:dispatch(0) end
+    end
     helpers.wait_until(function() return ens:node(3):mode() == "read-only" end, 60,
                        "the last node to serve read-only")
     testing.wait_for(function() return a.state == "LOST" and b.state == "LOST" end, 60,
@@ -100,7 +113,7 @@ describe("a 3-node ensemble that loses its quorum", function()
   end)
 
   teardown(function()
-    for _, zk in ipairs({ a, b, r }) do pcall(zk.close, zk) end
+    for _, zk in ipairs({ a, b, r, h }) do pcall(zk.close, zk) end
     if ens then ens:stop() end
   end)
 
@@ -115,6 +128,12 @@ describe("a 3-node ensemble that loses its quorum", function()
                      name .. " reported LOST after " .. (gone - suspended) .. " s")
     end
     assert.are.equal("LOST", outage.a_state)
+  end)
+
+  it("a client dispatched only when its fd is readable (a host loop) hears LOST too", function()
+    assert.are_not.equal("LOST", outage.host_state_before)
+    assert.is_true(helpers.in_order(states("h"), { "CONNECTED", "SUSPENDED", "LOST" }),
+                   table.concat(states("h"), " "))
   end)
 
   it("the lock holder and the party members hear the loss", function()

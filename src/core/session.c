@@ -11,7 +11,9 @@
  * down for a whole session timeout therefore counts as an expiry here (Curator does the same):
  * a server with a quorum has expired the session by then, and one without cannot vouch for it.
  * The handle is closed, LOST reported, and a new session opened.  The check runs on the owner
- * thread whenever it waits or takes events (zkl_session_wait slices, zkl_session_next).
+ * thread in zkl_session_next() once the queue is empty (a reconnection already queued wins);
+ * a core timer armed at the suspension wakes whoever waits (a blocked owner, a host loop
+ * polling the fd) when the timeout is up.
  */
 #include "session_private.h"
 
@@ -188,12 +190,46 @@ static zkl_event *new_state_event(zkl_session *s)
     return ev;
 }
 
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
+}
+
+/* The suspension timer's event only has to wake the owner: next() then runs the check. */
+static void suspension_timer_due(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)ev;
+    (void)ctx;
+    s->suspension_timer = 0;
+}
+
+static void begin_suspension(zkl_session *s)
+{
+    s->suspended_at_ms = monotonic_ms();
+    s->suspended_timeout_ms = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
+    zkl_route wake = {suspension_timer_due, NULL};
+    /* 0 when no timer could be armed: the owner's wait slices still bring it to the check */
+    s->suspension_timer = zkl_session_add_timer(s, s->suspended_timeout_ms + 1L, &wake);
+}
+
+static void end_suspension(zkl_session *s)
+{
+    s->suspended_at_ms = 0;
+    if (s->suspension_timer) {
+        zkl_session_cancel_timer(s, s->suspension_timer);
+        s->suspension_timer = 0;
+    }
+}
+
 void zkl_session_stop(zkl_session *s)
 {
     if (s->stopped && !s->zh)
         return;
     s->stopped = 1;
     s->needs_open = 0;
+    end_suspension(s);
     let_ops_in_flight_finish(s);
     close_handle(s, ZCLOSING);
     if (s->state != ZKL_LOST || s->client_state != ZKL_CS_CLOSED) {
@@ -248,13 +284,6 @@ static void retry_open_if_owed(zkl_session *s)
         open_handle(s);
 }
 
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
-}
-
 /* While SUSPENDED, the ms left before the session counts as lost (0 when due); else -1. */
 static long long suspension_ms_left(const zkl_session *s)
 {
@@ -282,7 +311,7 @@ int zkl_session_wait(zkl_session *s, int timeout_ms)
 /* The session is gone (expired, or auth failed): drop the handle, report LOST. */
 static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int reopen)
 {
-    s->suspended_at_ms = 0;
+    end_suspension(s);
     s->client_state = why;
     close_handle(s, rc);
     s->state = ZKL_LOST;
@@ -312,12 +341,11 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
         s->client_state = ZKL_CS_CONNECTING;
         if (s->state == ZKL_CONNECTED) {
             s->state = ZKL_SUSPENDED;
-            s->suspended_at_ms = monotonic_ms();
-            s->suspended_timeout_ms = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
+            begin_suspension(s);
         }
     }
     if (s->state != ZKL_SUSPENDED)
-        s->suspended_at_ms = 0;
+        end_suspension(s);
     if (s->state == old_state && s->client_state == old_client_state)
         return NULL;
     return new_state_event(s);

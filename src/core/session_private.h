@@ -46,6 +46,7 @@ struct zkl_session {
      * timeout the server had granted; a whole timeout later the session counts as LOST. */
     long long suspended_at_ms;
     int suspended_timeout_ms;
+    uint64_t suspension_timer; /* wakes the owner when that timeout is up (0: none armed) */
     uint64_t next_op_id;
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
