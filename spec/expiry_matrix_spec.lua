@@ -1,6 +1,7 @@
 -- The session-expiry matrix, on a 3-node ensemble: one client, v, holds or is a member of every
 -- recipe at once (Lock, ReadLock, WriteLock, Semaphore, an Election it leads and one it
--- follows, Party, ShallowParty, DoubleBarrier, TreeCache, Counter, NonBlockingLease), among
+-- follows, Party, ShallowParty, DoubleBarrier, TreeCache, Counter, NonBlockingLease, Queue,
+-- LockingQueue, PatientChildrenWatch), among
 -- other members: in-process clients b and c, zklua child processes waiting on the locks and
 -- the semaphore, kazoo processes in the barrier.  v's session is expired once
 -- (testing.expire_session).  Each row then checks that its recipe reported the loss the way
@@ -162,6 +163,29 @@ describe("the session of a member of every recipe expires", function()
     rows.lease = { lease = lease, record = b:get(path("lease") .. "/lease_holder") }
   end
 
+  local function queue_rows()
+    local q = v:Queue(path("queue"))
+    q:put("q1"); q:put("q2")
+    rows.queue = { v = q, b = b:Queue(path("queue")) }
+
+    local mine = v:LockingQueue(path("lqueue"))
+    mine:put("i1"); mine:put("i2")
+    assert.are.equal("i1", mine:get(30))
+    mine:on_lost(count_lost("lqueue"))
+    local theirs = b:LockingQueue(path("lqueue"))
+    assert.are.equal("i2", theirs:get(30))
+    rows.lqueue = { v = mine, b = theirs, c = c:LockingQueue(path("lqueue")) }
+  end
+
+  local function patient_row()
+    local p = path("patient")
+    b:create(p .. "/one", "", { makepath = true })
+    local watch = v:PatientChildrenWatch(p, 0.3)
+    local children, changed = watch:start():get(30)
+    assert.are.same({ "one" }, children)
+    rows.patient = { watch = watch, changed = changed }
+  end
+
   setup(function()
     ens = testing.ensemble(3)
     kids = helpers.kids()
@@ -178,6 +202,8 @@ describe("the session of a member of every recipe expires", function()
     tree_cache_row()
     counter_row()
     lease_row()
+    queue_rows()
+    patient_row()
 
     old_session = v:client_id()
     helpers.expire(v)
@@ -339,5 +365,35 @@ describe("the session of a member of every recipe expires", function()
     assert.is_true(row.lease.obtained)
     assert.is_false(b:NonBlockingLease(path("lease"), 3600, "b").obtained)
     assert.is_true(v:NonBlockingLease(path("lease"), 3600, "v").obtained) -- v renews it
+  end)
+
+  it("Queue: persistent, nothing to lose; its items go out once each, in order", function()
+    local row = rows.queue
+    assert.are.equal("q1", row.v:get())
+    row.b:put("q3")
+    assert.are.equal("q2", row.b:get())
+    assert.are.equal("q3", row.v:get())
+    assert.is_nil(row.b:get())
+  end)
+
+  it("LockingQueue: the holder hears on_lost; its item goes to the next consumer", function()
+    local row = rows.lqueue
+    testing.wait_for(function() return lost.lqueue == 1 end, 30, "on_lost")
+    assert.is_false(row.v:holds_lock())
+    assert.are.equal("i1", row.c:get(60)) -- at least once: the claim went with the session
+    assert.is_true(row.c:holds_lock())
+    assert.is_true(row.b:holds_lock()) -- the other holder keeps its item
+    assert.is_true(row.b:consume())
+    assert.is_nil(row.v:get(0.3))     -- nothing unclaimed is left
+    assert.is_true(row.c:consume())
+    assert.are.equal(0, #row.b)
+  end)
+
+  it("PatientChildrenWatch: a settled watch compares the children on the new session", function()
+    local row = rows.patient
+    assert.is_false(row.changed:ready()) -- the children did not change meanwhile
+    b:create(path("patient") .. "/two", "")
+    assert.is_true(row.changed:wait(60), "the change was not seen after the expiry")
+    assert.is_true(row.changed:successful())
   end)
 end)
