@@ -9,8 +9,9 @@
 --   future is resolved exactly once, whatever happens to the connection: ConnectionLoss when
 --   it drops, SessionExpiredError when the session dies, ConnectionClosedError after stop().
 -- * `zk.state` follows kazoo: LOST until connected, CONNECTED, SUSPENDED while the connection
---   is down (the session, its watches and ephemerals may live), LOST when the session expired
---   or the client stopped.  After an expiry a new session is opened at once (auth re-applied)
+--   is down (the session, its watches and ephemerals may live), LOST when the session expired,
+--   the connection stayed down for a whole session timeout (it counts as expired), or the
+--   client stopped.  After an expiry a new session is opened at once (auth re-applied)
 --   and CONNECTED follows.  Listeners hear each change.  One-shot watches die with a session;
 --   DataWatch and ChildrenWatch re-arm themselves.
 -- * Arguments are checked before anything is sent (zklua.check).

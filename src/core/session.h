@@ -6,7 +6,10 @@
  *
  * States follow kazoo: LOST until the first connection, CONNECTED, SUSPENDED while the
  * connection is down (the session may live; watches and ephemerals survive a reconnect), and
- * LOST when the session expires or is stopped.  On expiry the dead handle is closed, every op
+ * LOST when the session expires or is stopped, or when the connection stayed down for a whole
+ * session timeout (then no server can vouch for the session: it counts as expired; the handle
+ * is closed without reaching a server, so its ephemerals go when the servers expire it).
+ * On expiry the dead handle is closed, every op
  * still in flight fails with ZSESSIONEXPIRED, and a new session is opened at once with the
  * same hosts and auth; CONNECTED follows when it connects.  zkl_session_stop() closes the
  * session (its ephemeral nodes vanish) and fails every op still in flight with ZCLOSING.
