@@ -10,7 +10,8 @@
  *   a:released(item) -> true when that item was being released
  *   a:members() -> sorted identifiers, {identifier -> weight}
  *   a:partitions() -> sorted items
- *   a:assignment() -> generation, {member -> {items}} (nil: none)
+ *   a:assignment() -> generation, {member -> {items}}, {members it was computed for}
+ *     (generation only: none)
  *   a:touch(); a:publish(epoch, {member -> {items}} | nil) -> true (published), false
  *     (unchanged), or nil and "stale" | "invalid" | "too big" | "out of memory"
  *   core.allocator_encode_items(list) -> JSON text, or nil and the 1-based index of an item
@@ -228,7 +229,8 @@ static int allocator_partitions(lua_State *L)
 static int allocator_assignment(lua_State *L)
 {
     int64_t generation;
-    const zkl_json *obj = zkl_allocator_assignment(check_allocator(L), &generation);
+    const zkl_json *members;
+    const zkl_json *obj = zkl_allocator_assignment(check_allocator(L), &generation, &members);
     lua_pushinteger(L, (lua_Integer)generation);
     if (!obj)
         return 1;
@@ -242,7 +244,13 @@ static int allocator_assignment(lua_State *L)
         }
         lua_setfield(L, -2, obj->keys[i]);
     }
-    return 2;
+    size_t n = members ? members->count : 0;
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) { /* canonical: strings only */
+        lua_pushstring(L, members->values[i]->string);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 3;
 }
 
 static int allocator_touch(lua_State *L)

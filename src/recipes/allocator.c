@@ -266,22 +266,60 @@ static int canonical_body(const zkl_json *obj, zkl_json_buf *out)
     return rc == 0 && !out->failed ? 0 : -1;
 }
 
-/* Reads an assignment node's data into a->assignment (a tree whose "assignment" member is
- * canonical-able), or leaves none when it is not one. */
+/* The canonical text of a list of members (sorted bytewise): 0, or -1 when list is not an
+ * array of non-empty strings (or out of memory).  A missing list is the empty one. */
+static int canonical_members(const zkl_json *list, zkl_json_buf *out)
+{
+    size_t n = list ? list->count : 0;
+    if (list && list->type != ZKL_JSON_ARRAY)
+        return -1;
+    const char **sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (list->values[i]->type != ZKL_JSON_STRING || !list->values[i]->string[0]) {
+            free(sorted);
+            return -1;
+        }
+        sorted[i] = list->values[i]->string;
+    }
+    qsort(sorted, n, sizeof *sorted, byte_cmp);
+    zkl_json_buf_raw(out, "[", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            zkl_json_buf_raw(out, ",", 1);
+        zkl_json_buf_string(out, sorted[i], strlen(sorted[i]));
+    }
+    zkl_json_buf_raw(out, "]", 1);
+    free(sorted);
+    return out->failed ? -1 : 0;
+}
+
+/* What two assignments are compared by: the members it was computed for, then who owns
+ * what, both canonical. */
+static int assignment_key(const zkl_json *members, const zkl_json *assignment, zkl_json_buf *out)
+{
+    if (canonical_members(members, out) != 0)
+        return -1;
+    return canonical_body(assignment, out);
+}
+
+/* Reads an assignment node's data into a->assignment, or leaves none when it is not one. */
 static void read_assignment(zkl_allocator *a, const char *data, int len, int version)
 {
     zkl_json *tree = zkl_json_parse(data ? data : "", data ? (size_t)len : 0, NULL);
-    zkl_json_buf body;
-    zkl_json_buf_init(&body);
+    zkl_json_buf key;
+    zkl_json_buf_init(&key);
     const zkl_json *gen = zkl_json_get(tree, "generation");
-    if (tree && canonical_body(zkl_json_get(tree, "assignment"), &body) == 0) {
+    if (tree && assignment_key(zkl_json_get(tree, "members"), zkl_json_get(tree, "assignment"),
+                               &key) == 0) {
         int64_t g = gen && gen->type == ZKL_JSON_NUMBER && gen->number >= 0 ? (int64_t)gen->number
                                                                               : 0;
-        set_assignment(a, tree, body.data, version, g);
+        set_assignment(a, tree, key.data, version, g);
         return;
     }
     zkl_json_free(tree);
-    zkl_json_buf_free(&body);
+    zkl_json_buf_free(&key);
     set_assignment(a, NULL, NULL, version, 0); /* unreadable: the leader writes over it */
 }
 
@@ -1194,10 +1232,13 @@ const char *zkl_allocator_item(const zkl_allocator *a, size_t i)
     return i < a->item_count ? a->items[i] : NULL;
 }
 
-const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation)
+const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation,
+                                         const zkl_json **members)
 {
     if (generation)
         *generation = a->generation;
+    if (members)
+        *members = zkl_json_get(a->assignment, "members");
     return zkl_json_get(a->assignment, "assignment");
 }
 
@@ -1208,8 +1249,22 @@ void zkl_allocator_touch(zkl_allocator *a)
         zkl_alloc_update(a);
 }
 
-/* {"generation":G,"leader":ID,"assignment":BODY} */
-static char *assignment_data(const zkl_allocator *a, const char *body, size_t *len)
+/* The live members as a JSON array (sorted: a->members is). */
+static int members_json(const zkl_allocator *a, zkl_json_buf *out)
+{
+    zkl_json_buf_raw(out, "[", 1);
+    for (size_t i = 0; i < a->member_count; i++) {
+        if (i > 0)
+            zkl_json_buf_raw(out, ",", 1);
+        zkl_json_buf_string(out, a->members[i].id, strlen(a->members[i].id));
+    }
+    zkl_json_buf_raw(out, "]", 1);
+    return out->failed ? -1 : 0;
+}
+
+/* {"generation":G,"leader":ID,"members":MEMBERS,"assignment":BODY} */
+static char *assignment_data(const zkl_allocator *a, const char *members, const char *body,
+                             size_t *len)
 {
     zkl_json_buf b;
     zkl_json_buf_init(&b);
@@ -1217,6 +1272,8 @@ static char *assignment_data(const zkl_allocator *a, const char *body, size_t *l
     zkl_json_buf_number(&b, (double)(a->generation + 1));
     zkl_json_buf_raw(&b, ",\"leader\":", 10);
     zkl_json_buf_string(&b, a->identifier, strlen(a->identifier));
+    zkl_json_buf_raw(&b, ",\"members\":", 11);
+    zkl_json_buf_raw(&b, members, strlen(members));
     zkl_json_buf_raw(&b, ",\"assignment\":", 14);
     zkl_json_buf_raw(&b, body, strlen(body));
     zkl_json_buf_raw(&b, "}", 1);
@@ -1238,22 +1295,32 @@ int zkl_allocator_publish(zkl_allocator *a, uint64_t epoch, const char *body, si
     if (!body)
         return 0;
     zkl_json *tree = zkl_json_parse(body, len, NULL);
-    zkl_json_buf canon;
-    zkl_json_buf_init(&canon);
-    int bad = canonical_body(tree, &canon) != 0;
+    zkl_json_buf members, key;
+    zkl_json_buf_init(&members);
+    zkl_json_buf_init(&key);
+    size_t members_len = 0;
+    int bad = members_json(a, &members) != 0;
+    if (!bad) {
+        members_len = members.len;
+        zkl_json_buf_raw(&key, members.data, members.len);
+        bad = canonical_body(tree, &key) != 0;
+    }
     zkl_json_free(tree);
     if (bad) {
-        errno = canon.failed ? ENOMEM : EINVAL;
-        zkl_json_buf_free(&canon);
+        errno = members.failed || key.failed ? ENOMEM : EINVAL;
+        zkl_json_buf_free(&members);
+        zkl_json_buf_free(&key);
         return -1;
     }
-    if (a->assignment_body && strcmp(a->assignment_body, canon.data) == 0) {
-        zkl_json_buf_free(&canon);
-        return 0;
+    if (a->assignment_body && strcmp(a->assignment_body, key.data) == 0) {
+        zkl_json_buf_free(&members);
+        zkl_json_buf_free(&key);
+        return 0; /* the same members own the same items: nothing to publish */
     }
     size_t data_len = 0;
-    char *data = assignment_data(a, canon.data, &data_len);
-    zkl_json_buf_free(&canon);
+    char *data = assignment_data(a, members.data, key.data + members_len, &data_len);
+    zkl_json_buf_free(&members);
+    zkl_json_buf_free(&key);
     if (!data) {
         errno = ENOMEM;
         return -1;

@@ -6,9 +6,10 @@
  *   members/<name(identifier)>  EPHEMERAL, data {"weight":W}: the live members.
  *   partitions                  the item set: a JSON array of strings, sorted.  Writers change
  *                               it by compare-and-set (the Lua side: add/remove_partitions).
- *   assignment                  {"generation":G,"leader":ID,"assignment":{ID:[items],...}},
- *                               written by the leader by compare-and-set; G grows by one with
- *                               every write.
+ *   assignment                  {"generation":G,"leader":ID,"members":[IDs],
+ *                               "assignment":{ID:[items],...}}: who owns what, and the live
+ *                               members it was computed for; written by the leader by
+ *                               compare-and-set, G growing by one with every write.
  *   owners/<name(item)>         EPHEMERAL, data = the owner's identifier: who holds an item.
  * name() escapes a string for a znode name (zkl_allocator_node_name).
  *
@@ -121,12 +122,14 @@ void zkl_allocator_news_free(zkl_allocator_news *news);
 int zkl_allocator_released(zkl_allocator *a, const char *item);
 
 /* The inputs of a computation: members (sorted bytewise, with weights), items (sorted), and
- * the current assignment (its "assignment" object, or NULL) with its generation (0: none). */
+ * the current assignment (its "assignment" object, or NULL) with its generation (0: none)
+ * and the members it was computed for (*members: an array, or NULL). */
 size_t zkl_allocator_member_count(const zkl_allocator *a);
 const char *zkl_allocator_member(const zkl_allocator *a, size_t i, double *weight);
 size_t zkl_allocator_item_count(const zkl_allocator *a);
 const char *zkl_allocator_item(const zkl_allocator *a, size_t i);
-const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation);
+const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation,
+                                         const zkl_json **members);
 uint64_t zkl_allocator_epoch(const zkl_allocator *a);
 
 /* Something the leader's computation depends on changed (its strategy): compute again. */

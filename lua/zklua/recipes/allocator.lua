@@ -537,16 +537,14 @@ local function settled(self)
   local ud = self._ud
   if not ud:fresh() then return false end
   local members, items = ud:members(), ud:partitions()
-  local _, assignment = ud:assignment()
-  assignment = assignment or {}
-  local live, in_set, keys = {}, {}, 0
-  for _, m in ipairs(members) do live[m] = true end
-  for _, item in ipairs(items) do in_set[item] = true end
-  for member in pairs(assignment) do
-    if not live[member] then return false end
-    keys = keys + 1
+  local _, assignment, computed_for = ud:assignment()
+  if not assignment then return #items == 0 and next(self._owned) == nil end
+  if #computed_for ~= #members then return false end
+  for i, m in ipairs(members) do
+    if computed_for[i] ~= m then return false end
   end
-  if keys ~= #members and #items > 0 then return false end
+  local in_set = {}
+  for _, item in ipairs(items) do in_set[item] = true end
   local owners, mine = owners_of(assignment), 0
   for _, item in ipairs(items) do
     if not owners[item] then return false end
