@@ -420,6 +420,29 @@ describe("PartitionAllocator", function()
       assert_safe()
     end)
 
+    it("members' weights reach the leader's strategy (ctx.weights)", function()
+      local seen
+      local ma = member(a, "A", { strategy = "weighted", weight = 1 })
+      local mb = member(b, "B", { weight = 3, allocator_fn = function(members, list, ctx)
+        seen = ctx
+        return strategies.round_robin(members, list, ctx)
+      end })
+      ma:start(items(8))
+      mb:start()
+      settle(ma, mb)
+      assert.are.equal(2, #ma.allocation) -- weighted: 8 * 1/4 and 8 * 3/4
+      assert.are.equal(6, #mb.allocation)
+      assert.is_nil(seen) -- B follows; only the leader computes
+      ma:stop()
+      mb:add_partitions({ "x" })
+      settle(mb)
+      assert.are.same({ B = 3 }, seen.weights)
+      assert.are.equal("B", seen.identifier)
+      local current = {}
+      for _, item in ipairs(items(8)) do current[item] = "B" end
+      assert.are.same(current, seen.current) -- who owns what now; "x" is new: nobody
+    end)
+
     it("members running different strategies (one random) never own an item twice", function()
       local random = function(members, list)
         local out = {}
