@@ -15,7 +15,10 @@
  *
  * Roles:
  * - Every member follows members, partitions and assignment with watches.
- * - The leader is the member whose member node is the oldest (lowest czxid).  When anything
+ * - The leader is the member whose member node is the oldest (lowest czxid).  (Not a lock at
+ *   <path>/leader, as first planned: every member reads the member nodes anyway, for their
+ *   weights, so this needs no extra nodes, and leadership passes in the same watch event as
+ *   the membership change that causes it, with no lock to follow.)  When anything
  *   it follows changes (or it becomes leader, or zkl_allocator_touch()), it asks its owner
  *   for an assignment (news.compute = the inputs' epoch) and publishes the answer
  *   (zkl_allocator_publish) unless it equals the current one.  Two members that both believe
