@@ -461,7 +461,11 @@ static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
     }
     if (a->s) {
         settle_record(r);
-        a->releasing = a->releasing + (size_t)is_releasing(r) - (size_t)was_releasing;
+        int now_releasing = is_releasing(r);
+        if (now_releasing && !was_releasing)
+            a->releasing++;
+        else if (!now_releasing && was_releasing && a->releasing > 0)
+            a->releasing--;
         if (may_claim(a) && a->releasing == 0) {
             if (was_releasing) {
                 zkl_claims_reconcile(a); /* the last release is done: every claim may start */
