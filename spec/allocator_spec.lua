@@ -289,6 +289,25 @@ describe("PartitionAllocator", function()
       ma:stop()
       zk:close()
     end)
+
+    it("stop() inside a hook leaves once the hook returns; waiting inside one is refused", function()
+      local ma, stopped_inside, wait_error
+      ma = member(a, "A", { on_acquire = function(item)
+        if item == "item-02" and stopped_inside == nil then
+          local ok, err = pcall(ma.wait_settled, ma, 1)
+          wait_error = not ok and err
+          stopped_inside = ma:stop()
+        end
+      end })
+      ma:start(items(3))
+      eventually(function() return ma.state == "idle" end, WAIT, "A to leave")
+      assert.is_true(stopped_inside)
+      assert.is_true(errors.is(wait_error, errors.KazooException), tostring(wait_error))
+      assert.are.same({}, ma.allocation)
+      assert.are.same({}, a:get_children(path .. "/owners"))
+      assert.are.same({}, a:get_children(path .. "/members"))
+      assert_safe()
+    end)
   end)
 
   describe("the shared set", function()

@@ -220,7 +220,10 @@ function Allocator:_compute(epoch)
   local ok, result = bounded.call(self.strategy_timeout, self._strategy, copy_list(members),
                                   copy_list(items), ctx)
   local valid, why = ok, result
-  if ok then valid, why = strategies().validate(result, members, items) end
+  if ok then
+    local checked, v, w = pcall(strategies().validate, result, members, items)
+    valid, why = checked and v, checked and w or v
+  end
   if not valid then
     why = result == bounded.TIMEOUT and "ran over strategy_timeout" or tostring(why)
     self.strategy_error = why
@@ -313,7 +316,14 @@ function Allocator:_process()
   self._busy = false
   local ud = self._ud
   if ud:phase() == "idle" and self._registered then self:_unregister() end
-  if not ok then error(err, 0) end
+  if not ok then log(self, "error", "handling news failed: " .. tostring(err)) end
+end
+
+local function not_from_a_hook(self, fname)
+  if self._busy then
+    errors.raise(errors.KazooException, fname .. ": cannot wait inside this allocator's own " ..
+                 "hook or strategy (its news are handled after it returns)", self.path)
+  end
 end
 
 function Allocator:_notified()
@@ -361,6 +371,7 @@ end
 function Allocator:start(seed, timeout)
   local client = self.client
   usable(client, "start")
+  not_from_a_hook(self, "start")
   seed = check_items("start", seed == nil and {} or seed, "seed_partitions")
   timeout = check.timeout("start", timeout)
   local ud = self._ud
@@ -397,12 +408,17 @@ end
 --- stop(): leaves the group.  Every owned item is released (on_release, then its node is
 -- deleted) and the member node deleted; returns once done, or after a session timeout without
 -- a connection (the nodes then go in the background, or with the session).  Returns true if
--- it was running.
+-- it was running.  Called from one of its own hooks, it starts the leave and returns at once
+-- (the releases run when the hook has returned).
 function Allocator:stop()
   local ud, client = self._ud, self.client
   local phase = ud:phase()
   if phase == "idle" then return false end
   if phase ~= "leaving" then ud:leave() end
+  if self._busy then -- from one of its own hooks: the leave goes on once the hook returns
+    self._again = true
+    return true
+  end
   self:_process()
   local function done() return ud:phase() == "idle" or not client._session end
   while not done() do
@@ -565,6 +581,7 @@ end
 -- exactly its share: true, or false after timeout seconds (nil: no limit).
 function Allocator:wait_settled(timeout)
   timeout = check.timeout("wait_settled", timeout)
+  not_from_a_hook(self, "wait_settled")
   local client = self.client
   local deadline = timeout and core.monotonic() + timeout
   if client.state == "CONNECTED" then -- watches for earlier changes arrive before its reply
