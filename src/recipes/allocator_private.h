@@ -134,6 +134,18 @@ void zkl_alloc_notify(zkl_allocator *a);
 void zkl_alloc_after_item_event(zkl_allocator *a);
 int zkl_alloc_push_string(char ***q, size_t *n, size_t *cap, const char *s);
 
+/* allocator_formats.c */
+/* The set's data: its strings, sorted, without repeats (not an array: none).  0, or -1 when
+ * out of memory. */
+int zkl_alloc_read_items(const char *data, int len, char ***out, size_t *count);
+/* Appends the canonical text of an assignment object (member -> array of items): 0, or -1
+ * when it is not one (or out of memory). */
+int zkl_alloc_canonical_assignment(const zkl_json *obj, zkl_json_buf *out);
+/* Appends the canonical members array, then the canonical assignment: what two assignments
+ * are compared by.  0, or -1 when either is not of its shape. */
+int zkl_alloc_assignment_key(const zkl_json *members, const zkl_json *assignment,
+                             zkl_json_buf *out);
+
 /* allocator_claims.c */
 item_rec *zkl_claims_find(zkl_allocator *a, const char *item);
 /* Marks the items the assignment gives us (all others unwanted). */
