@@ -750,6 +750,12 @@ function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow)
                                                               identifier, utcnow)
 end
 
+--- A PartitionAllocator (zklua.recipes.allocator): divides a shared set of items among the
+-- live members of a group, never two owners at once; opts = {path, identifier, strategy, ...}.
+function Client:PartitionAllocator(opts)
+  return require("zklua.recipes.allocator").PartitionAllocator(self, opts)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)
