@@ -644,6 +644,13 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A kazoo SetPartitioner (zklua.recipes.partitioner): zk:SetPartitioner{path = , set = ,
+-- partition_func, identifier, time_boundary = 30, max_reaction_time = 1, state_change_event,
+-- conflict_timeout}, or kazoo's positional arguments.
+function Client:SetPartitioner(...)
+  return require("zklua.recipes.partitioner").SetPartitioner(self, ...)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

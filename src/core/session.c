@@ -198,7 +198,8 @@ void zkl_session_free(zkl_session *s)
     if (!s)
         return;
     zkl_session_stop(s);
-    /* routed ops still queued are owed their callbacks: their owners count on them */
+    zkl_timers_shutdown(s);
+    /* routed ops (and timers) still queued are owed their callbacks: their owners count on them */
     zkl_event *ev;
     while ((ev = zkl_queue_pop(&s->queue)) != NULL) {
         zkl_event *out = NULL;
@@ -334,6 +335,10 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
         return 0;
     case ZKL_EV_NOTIFY:
         return 0;
+    case ZKL_EV_TIMER:
+        if (ev->route.fn)
+            ev->route.fn(s, ev, ev->route.ctx);
+        return 1;
     }
     return 0;
 }

@@ -51,9 +51,13 @@ struct zkl_session {
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
     int listener_count;
+    struct zkl_timers *timers;     /* timer.c: NULL until the first timer */
 };
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
 void zkl_ops_reapply_auth(zkl_session *s);
+
+/* timer.c: stops the timer thread; timers not yet due are queued at once with rc ZCLOSING. */
+void zkl_timers_shutdown(zkl_session *s);
 
 #endif

@@ -22,6 +22,7 @@
 #include "party_binding.h"
 #include "barrier_binding.h"
 #include "session_binding.h"
+#include "set_partitioner_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -172,6 +173,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_counter(L);
     zkl_register_party(L);
     zkl_register_barrier(L);
+    zkl_register_set_partitioner(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

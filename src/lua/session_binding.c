@@ -197,6 +197,7 @@ static int push_event(lua_State *L, zkl_event *ev)
         lua_pushinteger(L, ev->type);
         return 3;
     case ZKL_EV_SESSION:
+    case ZKL_EV_TIMER: /* consumed by the session: never reaches Lua */
         break;
     }
     return 0;

@@ -72,6 +72,9 @@ struct zkl_lock {
 
     uint64_t op_id, watch_id, ensure_op_id; /* what the lock waits for; 0: nothing */
     long inflight;    /* routed ops and watches not yet come back */
+
+    void (*observer)(void *ctx); /* told after each routed event (zkl_lock_observe) */
+    void *observer_ctx;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -614,7 +617,12 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
         l->watch_id = 0;
         on_watch(l, ev);
     }
-    maybe_destroy(l);
+    if (l->orphaned) {
+        maybe_destroy(l);
+        return;
+    }
+    if (l->observer)
+        l->observer(l->observer_ctx); /* last: it may free the lock */
 }
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx)
@@ -750,6 +758,12 @@ void zkl_lock_release_in_background(zkl_lock *l)
         l->phase = ZKL_LOCK_ABANDONING; /* the step (DELETE) goes on */
 }
 
+void zkl_lock_observe(zkl_lock *l, void (*fn)(void *ctx), void *ctx)
+{
+    l->observer = fn;
+    l->observer_ctx = ctx;
+}
+
 zkl_lock_phase zkl_lock_phase_of(const zkl_lock *l)
 {
     return l->phase;
@@ -785,6 +799,11 @@ const char *zkl_lock_node(const zkl_lock *l)
 const char *zkl_lock_prefix(const zkl_lock *l)
 {
     return l->prefix;
+}
+
+const char *zkl_lock_blocker(const zkl_lock *l)
+{
+    return l->phase == ZKL_LOCK_ACQUIRING ? l->blocker : NULL;
 }
 
 int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token)

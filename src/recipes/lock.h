@@ -86,6 +86,12 @@ int zkl_lock_release(zkl_lock *l);
  * counts as held and the delete goes on in the background (phase ABANDONING). */
 void zkl_lock_release_in_background(zkl_lock *l);
 
+/* fn(ctx) runs on the owner thread each time the lock has handled one of its routed results
+ * or watches (its phase or outcome may have changed), as the last thing it does then, so fn
+ * may free the lock.  Never after zkl_lock_free().  NULL stops it.  (For recipes built on
+ * locks, e.g. the set partitioner.) */
+void zkl_lock_observe(zkl_lock *l, void (*fn)(void *ctx), void *ctx);
+
 zkl_lock_phase zkl_lock_phase_of(const zkl_lock *l);
 zkl_lock_outcome zkl_lock_outcome_of(const zkl_lock *l, int *rc);
 int zkl_lock_release_rc(const zkl_lock *l); /* ZOK, or why the last release failed */
@@ -94,6 +100,8 @@ int zkl_lock_checked(const zkl_lock *l);
 int zkl_lock_is_held(const zkl_lock *l); /* HELD or RELEASING */
 const char *zkl_lock_node(const zkl_lock *l); /* own node's name, or NULL */
 const char *zkl_lock_prefix(const zkl_lock *l); /* "<uuid hex>__lock__" */
+/* While an acquire waits behind another contender: that contender's node name; else NULL. */
+const char *zkl_lock_blocker(const zkl_lock *l);
 int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token); /* 0 while held, else -1 */
 uint64_t zkl_lock_id(const zkl_lock *l); /* the notify target */
 long zkl_lock_inflight(const zkl_lock *l);
