@@ -1,6 +1,7 @@
 --- bench/run.lua — `make bench`: raw C, zklua and kazoo doing the same work against one
--- throwaway server, in one run, reported side by side with zklua's ratios.  Two tables:
--- client operations (C, zklua, kazoo) and the Lock recipe (zklua, kazoo).
+-- throwaway server, in one run, reported side by side with zklua's ratios.  Three tables:
+-- client operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo) and the SetPartitioner
+-- (zklua: re-cover times after a leave, a crash and a join).
 --
 -- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
 -- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
@@ -97,6 +98,34 @@ for round = 1, ROUNDS do
     table.insert(lock_samples[c.name].p99, handoff.p99_ms)
   end
 end
+-- The SetPartitioner (bench/partitioner_bench.lua, its own ROUNDS rounds on the same server):
+-- 10 member processes x 1000 items; the time from a clean leave, a crash (kill -9) and a join
+-- to every item owned again.  Returns the table's rows.
+local function partitioner_rows(hosts)
+  io.stderr:write("partitioner: 10 members x 1000 items, " .. ROUNDS .. " rounds\n")
+  local out, ok = shell("./zklua bench/partitioner_bench.lua " .. hosts .. " " .. ROUNDS .. " 2>&1")
+  assert(ok, "partitioner benchmark failed:\n" .. out)
+  local r = parse_results(out)
+  local leave = assert(r.sp_leave, "no sp_leave result:\n" .. out)
+  local rows = {
+    "",
+    string.format("| SetPartitioner, %d members × %d items, time_boundary %.1f s | median ms | " ..
+                  "min ms | max ms |", leave.members, leave.items, leave.tb_ms / 1000),
+    "|---|---:|---:|---:|",
+  }
+  local events = {
+    { "sp_leave", "clean leave (finish) → every item owned again" },
+    { "sp_crash", string.format("kill -9 → every item owned again (its %.0f s session must " ..
+                                "expire first)", leave.session_ms / 1000) },
+    { "sp_join", "join → every item owned again" },
+  }
+  for _, e in ipairs(events) do
+    local x = assert(r[e[1]], "no " .. e[1] .. " result")
+    rows[#rows + 1] = string.format("| %s | %.0f | %.0f | %.0f |", e[2], x.ms, x.min_ms, x.max_ms)
+  end
+  return rows
+end
+local partitioner_lines = partitioner_rows(server.hosts)
 server:stop()
 
 local lines = {
@@ -122,6 +151,7 @@ local z50, k50 = median(z.p50), median(k.p50)
 lines[#lines + 1] = string.format("| hand-off p50 ms (10 waiters) | %.2f | %.2f | %.2f |", z50, k50, z50 / k50)
 local z99, k99 = median(z.p99), median(k.p99)
 lines[#lines + 1] = string.format("| hand-off p99 ms (10 waiters) | %.2f | %.2f | %.2f |", z99, k99, z99 / k99)
+for _, row in ipairs(partitioner_lines) do lines[#lines + 1] = row end
 local table_text = table.concat(lines, "\n")
 print(table_text)
 
@@ -134,7 +164,9 @@ if doc then
     "Work per round: ", COUNTS[1], " pipelined async gets, ", COUNTS[2], " sync gets, ",
     COUNTS[3], " sync creates (64-byte and 16-byte values); for the Lock, uncontended ",
     "acquire+release cycles and the hand-off latency from one holder's release() to the next ",
-    "holder's acquire() returning, with 10 waiting processes.\n",
+    "holder's acquire() returning, with 10 waiting processes; for the SetPartitioner, ",
+    "10 member processes splitting 1000 items, timed from each event to the moment every ",
+    "live member holds its new share (median of ", ROUNDS, " events each, joins twice).\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",
