@@ -41,7 +41,7 @@ test: deps all lint
 	scripts/run-specs
 
 demo: deps all
-	./zklua examples/demo.lua
+	./zklua examples/partition_demo.lua
 
 bench: deps all
 	./zklua bench/run.lua
