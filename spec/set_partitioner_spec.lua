@@ -316,6 +316,20 @@ describe("SetPartitioner", function()
       assert.are.same({ "ACQUIRED:a", "RELEASE:a", "ALLOCATING:a", "ACQUIRED:a" }, seen)
     end)
 
+    it("waits until the party stayed unchanged for time_boundary before allocating", function()
+      local shares = {}
+      local a = member(zk, items(6), { identifier = "a", time_boundary = 3,
+                                       state_change_event = function(state, qp)
+                                         if state == "ACQUIRED" then shares[#shares + 1] = qp:list() end
+                                       end })
+      local zk2 = helpers.client(server.hosts) -- joins within a's settle window
+      local b = member(zk2, items(6), { identifier = "b", time_boundary = 3 })
+      pump({ a, b }, all_acquired({ a, b }), 30, "the split")
+      -- a's first share already is the two-member split: the join restarted its window
+      assert.are.same({ { "q01", "q03", "q05" } }, shares)
+      zk2:close()
+    end)
+
     it("lets three members in one process split the set, and re-split on a leave", function()
       local set = items(11)
       local clients = { zk, helpers.client(server.hosts), helpers.client(server.hosts) }
@@ -436,7 +450,8 @@ describe("SetPartitioner", function()
                                        partition_func = function() error("no idea") end })
       helpers.eventually(function() return a.failed end, 10, "a to fail")
       assert.truthy(tostring(a.error):find("no idea", 1, true))
-      assert.truthy(logged[1]:find("^error SetPartitioner on " .. path .. ": partition_func raised"))
+      local wanted = "error SetPartitioner on " .. path .. ": partition_func raised an error: "
+      assert.truthy(table.concat(logged, "\n"):find(wanted, 1, true), table.concat(logged, "\n"))
       local b = member(zk, items(3), { identifier = "b", path = path .. "/b",
                                        partition_func = function() return { "q01", "nope" } end })
       helpers.eventually(function() return b.failed end, 10, "b to fail")

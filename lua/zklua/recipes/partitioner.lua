@@ -81,7 +81,11 @@ end
 
 -- ---------------------------------------------------------------- items and their names
 
-local unpack = table.unpack or unpack
+local function copy(list)
+  local out = {}
+  for i = 1, #list do out[i] = list[i] end
+  return out
+end
 
 -- Python's repr() of a float: the shortest digits that read back as x, laid out as Python does
 -- (positional for exponents -5 < e < 16, with ".0" when integral; else d.ddde+XX).
@@ -150,10 +154,9 @@ end
 
 --- A sorted copy of list (strings bytewise, numbers numerically: Python's sorted()).
 local function sorted(list)
-  local copy = {}
-  for i, v in ipairs(list) do copy[i] = v end
-  table.sort(copy, type(copy[1]) == "string" and string_less() or nil)
-  return copy
+  local out = copy(list)
+  table.sort(out, type(out[1]) == "string" and string_less() or nil)
+  return out
 end
 
 --- kazoo's default partition_func: member i (0-based, among the sorted members) owns the
@@ -239,7 +242,7 @@ function SetPartitioner:_partition()
   local members = {}
   for i, node in ipairs(nodes) do members[i] = node:match("^[^-]*%-(.*)$") or node end
   local set, by_name = self._set, self._names
-  local ok, share = pcall(self._partition_func, self.identifier, members, { unpack(set) })
+  local ok, share = pcall(self._partition_func, self.identifier, members, copy(set))
   local names, why
   if ok then
     names, why = share_names(self, share)
@@ -403,7 +406,7 @@ end
 
 --- The set this member partitions (a copy).
 function SetPartitioner:get_set()
-  return { unpack(self._set) }
+  return copy(self._set)
 end
 
 -- ---------------------------------------------------------------- construction
