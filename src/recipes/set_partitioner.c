@@ -202,10 +202,11 @@ void zkl_sp_tidy(zkl_set_partitioner *sp)
     int kept = 0;
     for (int i = 0; i < sp->retired_count; i++) {
         zkl_lock *l = sp->retired[i];
-        if (sp->s && zkl_lock_phase_of(l) != ZKL_LOCK_IDLE)
+        zkl_lock_phase phase = zkl_lock_phase_of(l);
+        if (sp->s && phase != ZKL_LOCK_IDLE && phase != ZKL_LOCK_HELD)
             sp->retired[kept++] = l; /* still deleting its node: busy() waits for it */
         else
-            zkl_lock_free(l);
+            zkl_lock_free(l); /* HELD: its release failed; the node goes with the session */
     }
     sp->retired_count = kept;
 }
