@@ -405,6 +405,18 @@ describe("SetPartitioner", function()
       zk2:close()
     end)
 
+    it("names a duplicate identifier as the cause of a conflict", function()
+      local zk2 = helpers.client(server.hosts)
+      local a = member(zk, items(2), { identifier = "dup", conflict_timeout = 1 })
+      local b = member(zk2, items(2), { identifier = "dup", conflict_timeout = 1 })
+      pump({ a, b }, function() return a.failed or b.failed end, 30, "one of them to fail")
+      local failed = a.failed and a or b
+      assert.is_true(errors.is(failed.error, errors.LockTimeout), tostring(failed.error))
+      assert.truthy(tostring(failed.error):find("another member uses the same identifier", 1, true),
+                    tostring(failed.error))
+      zk2:close()
+    end)
+
     it("goes to FAILURE when the session expires (LOST), and the others take over", function()
       local zk2 = helpers.client(server.hosts)
       local set = items(6)

@@ -34,7 +34,9 @@
 --   conflict_timeout seconds after it started (party unchanged, connected) and one of its
 --   locks waits behind another contender, the partitioner releases what it holds, leaves the
 --   party and goes to FAILURE with qp.error a LockTimeout naming the item and its holder.
---   Default conflict_timeout: time_boundary + 10 * max_reaction_time.
+--   Default conflict_timeout: time_boundary + the session timeout + 10 * max_reaction_time
+--   (a holder that died, or the previous process of a restarted member with the same
+--   identifier, holds its locks until its session expires).
 -- * Dynamic set (kazoo #386): update_set(new_set) -> ACQUIRED becomes RELEASE, an allocation
 --   under way starts over with the new set.  Each member has its own set: update every member.
 -- * SUSPENDED (connection lost, session alive): no new claims — a settle window starts again
@@ -286,10 +288,12 @@ local function failure_error(self)
   elseif why == "conflict" then
     local name, blocker = self._ud:conflict()
     local holder = holder_of(self, name)
+    local why = holder == string.format("member %q", self.identifier)
+      and "another member uses the same identifier"
+      or "the members disagree on the set or on partition_func (kazoo #392)"
     return errors.LockTimeout(string.format("item %q is still held by %s %s s after this " ..
-      "member (%q) started acquiring its share: the members disagree on the set or on " ..
-      "partition_func (kazoo #392)", name, holder, tostring(self.conflict_timeout),
-      self.identifier), join(self._lock_path, name),
+      "member (%q) started acquiring its share: %s", name, holder,
+      tostring(self.conflict_timeout), self.identifier, why), join(self._lock_path, name),
       { item = (self._owned or self._names)[name] or name, holder = holder, blocker = blocker })
   end
   return nil -- finished (or the partition error, set already)
@@ -477,9 +481,12 @@ function recipes.SetPartitioner(client, ...)
              "identifier (in the party node's name)")
   local time_boundary = seconds(o.time_boundary, 30, "time_boundary")
   local max_reaction_time = seconds(o.max_reaction_time, 1, "max_reaction_time")
-  local conflict_timeout = seconds(o.conflict_timeout, time_boundary + 10 * max_reaction_time,
-                                   "conflict_timeout", true)
+  local conflict_timeout = seconds(o.conflict_timeout, nil, "conflict_timeout", true)
   local session = client:_usable_session(FNAME)
+  if not conflict_timeout then -- a dead holder's session lingers a session timeout at most
+    conflict_timeout = time_boundary + math.max(client:session_timeout(), client._timeout) +
+                       10 * max_reaction_time
+  end
   for _, p in ipairs({ path, lock_path, party_path }) do client:ensure_path(p) end
   local ud = core.set_partitioner(session, path, identifier, time_boundary, conflict_timeout,
                                   client._default_acl)
