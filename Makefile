@@ -15,7 +15,14 @@ CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
 HEADERS  := $(wildcard src/*/*.h)
 
-.PHONY: all clean test demo bench deps lint
+# The sanitized build (make asan): its own objects and runner under build/asan.
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cli/main.c)
+# The bounded sanitizer run inside make test: the specs that drive the C code hardest.
+SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
+             spec/lock_spec.lua spec/session_spec.lua
+
+.PHONY: all clean test demo bench deps lint asan asan-quick valgrind soak
 
 all: build/zklua/core.so zklua
 
@@ -39,6 +46,35 @@ deps:
 
 test: deps all lint
 	scripts/run-specs
+	$(MAKE) --no-print-directory asan-quick
+
+build/asan/obj/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror $(SAN_FLAGS) -I$(LUA_INC) -c $< -o $@
+
+# (the runner finds the Lua modules in lua/ next to itself: the link points at the checkout's)
+build/asan/zklua: $(SAN_OBJ)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LUA_LIB) $(LDLIBS) -lm -ldl -Wl,-E
+	ln -sfn ../../lua build/asan/lua
+
+# The whole spec suite with the C code under AddressSanitizer and UndefinedBehaviorSanitizer
+# (leaks included): any report aborts the run.
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
+           LSAN_OPTIONS=suppressions=scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
+           ZKLUA_SPEC_LUA=build/asan/zklua
+asan: deps all build/asan/zklua
+	$(SAN_ENV) scripts/run-specs
+
+asan-quick: all build/asan/zklua
+	$(SAN_ENV) scripts/run-specs $(SAN_QUICK)
+
+# One million ops and watch events through one client: its RSS must stay flat.
+soak: deps all
+	./zklua scripts/soak.lua
+
+# The spec/fixtures/*_valgrind.lua scripts under valgrind: no definite leak, no error.
+valgrind: deps all
+	scripts/run-specs spec/valgrind_spec.lua
 
 demo: deps all
 	./zklua examples/partition_demo.lua

@@ -1,7 +1,9 @@
 --- bench/run.lua — `make bench`: raw C, zklua and kazoo doing the same work against one
--- throwaway server, in one run, reported side by side with zklua's ratios.  Three tables:
--- client operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo) and the SetPartitioner
--- (zklua: re-cover times after a leave, a crash and a join).
+-- throwaway server, in one run, reported side by side with zklua's ratios.  Tables: client
+-- operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo), the partition strategies
+-- (bench/strategies_bench.lua, no server) and the TreeCache (zklua, kazoo) on a 10000-node
+-- tree: time to INITIALIZED and client RSS; the SetPartitioner (zklua: re-cover times
+-- after a leave, a crash and a join).
 --
 -- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
 -- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
@@ -38,6 +40,12 @@ local LOCK_CLIENTS = {
   { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_lock_bench.py" },
 }
 
+local TREE_CLIENTS = {
+  { name = "zklua", cmd = "./zklua bench/tree_cache_bench.lua" },
+  { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_tree_cache_bench.py" },
+}
+local TREE_NODES = 10000 -- 100 directories of 99 nodes, and the root
+
 local function parse_results(out)
   local results = {}
   for name, fields in out:gmatch("RESULT (%S+) ([^\n]*)") do
@@ -67,6 +75,51 @@ local function machine()
   local cpu = shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"):gsub("^%s+", ""):gsub("%s+$", "")
   local cores = shell("nproc"):gsub("%s+", "")
   return string.format("%s, %s cores", cpu ~= "" and cpu or "unknown CPU", cores)
+end
+
+-- The TreeCache rows: both caches load the same 10000-node tree (made here with pipelined
+-- creates) ROUNDS times, taking turns; medians of the time from start() to INITIALIZED, of
+-- the client's RSS after the load and its growth over the client alone, and of the peak RSS.
+local function tree_cache_rows(hosts)
+  local zk = require("zklua").client{ hosts = hosts, timeout = 30 }
+  zk:start(15)
+  local root = "/bench-tree-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e9))
+  local futures = { zk:create_async(root) }
+  for i = 1, TREE_NODES / 100 do
+    local dir = string.format("%s/d%03d", root, i)
+    futures[#futures + 1] = zk:create_async(dir, string.rep("d", 32))
+    for j = 1, 99 do
+      futures[#futures + 1] = zk:create_async(string.format("%s/n%03d", dir, j), string.rep("v", 32))
+    end
+  end
+  for _, f in ipairs(futures) do f:get() end
+  local got = {}
+  for _, c in ipairs(TREE_CLIENTS) do got[c.name] = { seconds = {}, rss = {}, growth = {}, peak = {} } end
+  for round = 1, ROUNDS do
+    for _, c in ipairs(TREE_CLIENTS) do
+      io.stderr:write(string.format("round %d/%d: %s TreeCache\n", round, ROUNDS, c.name))
+      local r = assert(run_client(c, hosts, root).tree_cache, c.name .. " reported no tree_cache")
+      assert(r.nodes == #futures, c.name .. " cached " .. tostring(r.nodes) .. " nodes")
+      local g = got[c.name]
+      table.insert(g.seconds, r.seconds)
+      table.insert(g.rss, r.rss_kb / 1024)
+      table.insert(g.growth, (r.rss_kb - r.base_kb) / 1024)
+      table.insert(g.peak, r.peak_kb / 1024)
+    end
+  end
+  zk:delete(root, nil, true)
+  zk:close()
+  local rows = { "", string.format("| TreeCache, %d nodes | zklua | kazoo | zklua/kazoo |", #futures),
+                 "|---|---:|---:|---:|" }
+  for _, row in ipairs({ { "seconds from start() to INITIALIZED", "seconds", "%.2f" },
+                         { "client RSS after the load (MiB)", "rss", "%.1f" },
+                         { "RSS growth for the cache (MiB)", "growth", "%.1f" },
+                         { "client peak RSS (MiB)", "peak", "%.1f" } }) do
+    local z, k = median(got.zklua[row[2]]), median(got.kazoo[row[2]])
+    rows[#rows + 1] = string.format("| %s | " .. row[3] .. " | " .. row[3] .. " | %.2f |",
+                                    row[1], z, k, z / k)
+  end
+  return rows
 end
 
 build_raw_c()
@@ -126,6 +179,7 @@ local function partitioner_rows(hosts)
   return rows
 end
 local partitioner_lines = partitioner_rows(server.hosts)
+local tree_rows = tree_cache_rows(server.hosts)
 server:stop()
 
 local lines = {
@@ -151,6 +205,12 @@ local z50, k50 = median(z.p50), median(k.p50)
 lines[#lines + 1] = string.format("| hand-off p50 ms (10 waiters) | %.2f | %.2f | %.2f |", z50, k50, z50 / k50)
 local z99, k99 = median(z.p99), median(k.p99)
 lines[#lines + 1] = string.format("| hand-off p99 ms (10 waiters) | %.2f | %.2f | %.2f |", z99, k99, z99 / k99)
+-- partition strategies (no server): bench/strategies_bench.lua's rows
+lines[#lines + 1] = ""
+for _, line in ipairs(dofile("bench/strategies_bench.lua")(math.max(ROUNDS, 5))) do
+  lines[#lines + 1] = line
+end
+for _, row in ipairs(tree_rows) do lines[#lines + 1] = row end
 for _, row in ipairs(partitioner_lines) do lines[#lines + 1] = row end
 local table_text = table.concat(lines, "\n")
 print(table_text)
@@ -164,9 +224,16 @@ if doc then
     "Work per round: ", COUNTS[1], " pipelined async gets, ", COUNTS[2], " sync gets, ",
     COUNTS[3], " sync creates (64-byte and 16-byte values); for the Lock, uncontended ",
     "acquire+release cycles and the hand-off latency from one holder's release() to the next ",
-    "holder's acquire() returning, with 10 waiting processes; for the SetPartitioner, ",
-    "10 member processes splitting 1000 items, timed from each event to the moment every ",
-    "live member holds its new share (median of ", ROUNDS, " events each, joins twice).\n",
+    "holder's acquire() returning, with 10 waiting processes. Partition strategies ",
+    "(bench/strategies_bench.lua, no server): the median time of one allocation, Lua tables ",
+    "in and out included, and the items moved when an 11th member joins 10 sharing 1000 ",
+    "items (ideal 1000/11).\n",
+    "holder's acquire() returning, with 10 waiting processes; for the TreeCache, the time ",
+    "from start() to INITIALIZED on a tree of ", TREE_NODES, " nodes (32-byte values) and the ",
+    "client's RSS (after a full garbage collection).\n",
+    "For the SetPartitioner, 10 member processes split 1000 items; each event is timed ",
+    "from the leave, the kill or the join to the moment every live member holds its new ",
+    "share (median of ", ROUNDS, " leaves and crashes, ", 2 * ROUNDS, " joins).\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",

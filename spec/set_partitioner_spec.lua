@@ -529,14 +529,6 @@ describe("SetPartitioner", function()
       raises(errors.ConnectionClosedError, zk.SetPartitioner, zk, path, { 1 })
       zk = helpers.client(server.hosts)
     end)
-
-    it("runs C's paths that allocate or free cleanly under valgrind", function()
-      local out = io.popen("valgrind --leak-check=full --errors-for-leak-kinds=definite " ..
-                           "--error-exitcode=7 -q ./zklua spec/fixtures/partitioner_valgrind.lua " ..
-                           server.hosts .. " 2>&1; echo exit=$?"):read("a")
-      assert.truthy(out:find("\nok\n", 1, true) or out:find("^ok\n"), out)
-      assert.truthy(out:find("exit=0", 1, true), out)
-    end)
   end)
 
   describe("member processes", function()

@@ -21,14 +21,24 @@ local function shown(value)
   return type(value)
 end
 
+-- Paths found valid lately: scripts use the same few paths over and over, and a table lookup
+-- costs a fraction of checking a path's characters again.  Emptied when it grows big.
+local valid_paths, valid_count = {}, 0
+local VALID_PATHS_MAX = 4096
+
 --- A ZooKeeper path; sequential creates may end with '/'.
 function check.path(fname, path, argument, sequential)
+  if valid_paths[path] then return path end -- also valid as a sequential prefix
   argument = argument or "path"
   if type(path) ~= "string" then
     fail(fname, argument, argument .. " must be a string (got " .. type(path) .. ")")
   end
   local problem = core.path_problem(path, sequential)
   if problem then fail(fname, argument, argument .. " " .. problem .. " (got " .. shown(path) .. ")") end
+  if not sequential then
+    if valid_count >= VALID_PATHS_MAX then valid_paths, valid_count = {}, 0 end
+    valid_paths[path], valid_count = true, valid_count + 1
+  end
   return path
 end
 

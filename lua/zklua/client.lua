@@ -186,6 +186,7 @@ end
 --- Handles the events waiting, after waiting at most timeout seconds for the first
 -- (nil or 0: never waits).  Returns how many were handled.
 function Client:dispatch(timeout)
+  check.timeout("dispatch", timeout)
   local session = self._session
   if not session then return 0 end
   if timeout and timeout > 0 then session:wait(timeout) end
@@ -201,6 +202,7 @@ end
 --- Blocks until events wait or timeout seconds pass (nil: up to 0.2 s; it returns at least
 -- that often so that signals are seen).  The caller then dispatches them all.
 function Client:wait_for_events(timeout)
+  check.timeout("wait_for_events", timeout)
   local session = self._session
   if not session then return false end
   return session:wait(timeout)
@@ -263,6 +265,7 @@ end
 function Client:close()
   if not self._session then return end
   self:stop()
+  if not self._session then return end -- a callback run by stop() closed it already
   self._session:close()
   self._session = nil
   self.handler.detach(self)
@@ -326,6 +329,40 @@ function Client:_result(future)
   return future:get()
 end
 
+--- What a synchronous call returns: the results of op id, just submitted, or its error
+-- raised.  When this client waits alone under the blocking handler the C core waits for that
+-- op itself (session:await): no future and no trip round the event loop, the common case.  As
+-- soon as another event must be handled first (a watch, a state change, a signal's wake-up)
+-- the op becomes a tracked future like any other and _result waits for it.
+function Client:_sync(session, id, path, watch)
+  if self.handler == blocking and blocking.alone(self) then
+    local kind, _, rc, watch_dropped, r1, r2 = session:await(id)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if watch and not watch_dropped then self._watchers[id] = watch end
+      return r1, r2
+    end
+  end
+  return self:_result(self:_track(id, path, watch))
+end
+
+--- Runs a synchronous op and returns its results (or raises its error).  When this client
+-- waits alone under the blocking handler the op runs directly in the C core when it can
+-- (now = a session:X_now method, see zkl_op_get_now: the library's own synchronous call, one
+-- thread hop fewer than an async op); otherwise it is submitted (submit = session:X) and
+-- waited for.  now and submit take the same arguments (...).
+function Client:_call(session, now, submit, path, watch, ...)
+  if self.handler == blocking and blocking.alone(self) then
+    local kind, id, rc, watch_dropped, r1, r2 = now(session, ...)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if watch and not watch_dropped then self._watchers[id] = watch end
+      return r1, r2
+    end
+  end
+  return self:_sync(session, submit(session, ...), path, watch)
+end
+
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
 -- or closed (recipes call it too).
 function Client:_usable_session(fname)
@@ -338,8 +375,7 @@ end
 
 --- Registers a submitted op's future (and watch).
 function Client:_track(id, path, watch)
-  local future = Future.new(self.handler)
-  future._path = path
+  local future = Future.new(self.handler, path)
   self._pending[id] = future
   if watch then self._watchers[id] = watch end
   return future
@@ -376,21 +412,31 @@ function Client:create_async(path, value, opts)
   local first = self:_submit_create(path, value, acl, flags, opts.include_data)
   if not opts.makepath then return first end
   local client, result = self, Future.new(self.handler)
-  return result:chain(first, function(attempt)
+  return result:_chain(first, function(attempt)
     local parent = parent_of(path)
     if not (errors.is(attempt.exception, errors.NoNodeError) and parent ~= "") then
       return settle_from(attempt, result)
     end
-    result:chain(client:ensure_path_async(parent, opts.acl), function(made)
+    result:_chain(client:ensure_path_async(parent, opts.acl), function(made)
       if made.exception then return result:set_exception(made.exception) end
-      result:chain(client:_submit_create(path, value, acl, flags, opts.include_data),
+      result:_chain(client:_submit_create(path, value, acl, flags, opts.include_data),
                    settle_from)
     end)
   end)
 end
 
 function Client:create(path, value, opts)
-  return self:_result(self:create_async(path, value, opts))
+  if opts ~= nil and (type(opts) ~= "table" or opts.makepath) then
+    return self:_result(self:create_async(path, value, opts))
+  end
+  opts = check.options("create", opts, CREATE_OPTIONS)
+  check.path("create", path, "path", opts.sequence)
+  value = check.value("create", value, path)
+  local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
+  local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
+  local session = self:_usable_session("create")
+  return self:_call(session, session.create_now, session.create, path, nil,
+                    path, value, acl, flags, opts.include_data)
 end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
@@ -403,10 +449,10 @@ function Client:ensure_path_async(path, acl)
     return result
   end
   local client = self
-  return result:chain(self:exists_async(path), function(exists)
+  return result:_chain(self:exists_async(path), function(exists)
     if exists.exception then return result:set_exception(exists.exception) end
     if exists.value then return result:set(true) end
-    result:chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
+    result:_chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
       if made.exception and not errors.is(made.exception, errors.NodeExistsError) then
         return result:set_exception(made.exception)
       end
@@ -428,7 +474,11 @@ function Client:exists_async(path, watch)
 end
 
 function Client:exists(path, watch)
-  return self:_result(self:exists_async(path, watch))
+  check.path("exists", path)
+  check.watch("exists", watch)
+  local session = self:_usable_session("exists")
+  return (self:_call(session, session.exists_now, session.exists, path, watch, path,
+                     watch ~= nil))
 end
 
 --- get_async(path, watch) -> future of data, stat
@@ -440,7 +490,10 @@ function Client:get_async(path, watch)
 end
 
 function Client:get(path, watch)
-  return self:_result(self:get_async(path, watch))
+  check.path("get", path)
+  check.watch("get", watch)
+  local session = self:_usable_session("get")
+  return self:_call(session, session.get_now, session.get, path, watch, path, watch ~= nil)
 end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
@@ -459,7 +512,14 @@ function Client:get_children_async(path, watch, include_data)
 end
 
 function Client:get_children(path, watch, include_data)
-  return self:_result(self:get_children_async(path, watch, include_data))
+  check.path("get_children", path)
+  check.watch("get_children", watch)
+  include_data = check.flag("get_children", include_data, "include_data")
+  local session = self:_usable_session("get_children")
+  local children, stat = self:_call(session, session.children_now, session.children, path,
+                                    watch, path, watch ~= nil)
+  if include_data then return children, stat end
+  return children
 end
 
 --- set_async(path, value, version) -> future of the new stat
@@ -472,7 +532,11 @@ function Client:set_async(path, value, version)
 end
 
 function Client:set(path, value, version)
-  return self:_result(self:set_async(path, value, version))
+  check.path("set", path)
+  value = check.value("set", value, path)
+  version = check.version("set", version)
+  local session = self:_usable_session("set")
+  return (self:_call(session, session.set_now, session.set, path, nil, path, value, version))
 end
 
 --- delete_async(path, version) -> future of true
@@ -506,7 +570,12 @@ end
 --- delete(path, version, recursive) -> true.  recursive deletes the whole subtree.
 function Client:delete(path, version, recursive)
   recursive = check.flag("delete", recursive, "recursive")
-  if not recursive then return self:_result(self:delete_async(path, version)) end
+  if not recursive then
+    check.path("delete", path)
+    version = check.version("delete", version)
+    local session = self:_usable_session("delete")
+    return (self:_call(session, session.delete_now, session.delete, path, nil, path, version))
+  end
   check.path("delete", path)
   check.version("delete", version)
   if version ~= nil and version ~= -1 then
@@ -536,9 +605,9 @@ function Client:set_acls_async(path, acls, version)
   local session = self:_usable_session("set_acls")
   local changed = self:_track(session:set_acl(path, acls, version), path)
   local client, result = self, Future.new(self.handler)
-  return result:chain(changed, function(f)
+  return result:_chain(changed, function(f)
     if f.exception then return result:set_exception(f.exception) end
-    result:chain(client:exists_async(path), settle_from) -- the C library returns no stat
+    result:_chain(client:exists_async(path), settle_from) -- the C library returns no stat
   end)
 end
 
@@ -642,6 +711,27 @@ end
 --- A kazoo DoubleBarrier: enter and leave together with num_clients members.
 function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
+end
+
+--- A kazoo TreeCache (zklua.recipes.tree_cache): an in-memory copy of path's subtree.
+function Client:TreeCache(path)
+  return require("zklua.recipes.tree_cache").TreeCache(self, path)
+end
+
+--- A kazoo Semaphore (zklua.recipes.semaphore): at most max_leases (default 1) holders.
+function Client:Semaphore(path, identifier, max_leases)
+  return require("zklua.recipes.semaphore").Semaphore(self, path, identifier, max_leases)
+end
+
+--- A kazoo NonBlockingLease (zklua.recipes.lease): lease.obtained; time-based (seconds).
+function Client:NonBlockingLease(path, duration, identifier, utcnow)
+  return require("zklua.recipes.lease").NonBlockingLease(self, path, duration, identifier, utcnow)
+end
+
+--- A kazoo MultiNonBlockingLease: one of count leases under path.
+function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow)
+  return require("zklua.recipes.lease").MultiNonBlockingLease(self, count, path, duration,
+                                                              identifier, utcnow)
 end
 
 --- A kazoo SetPartitioner (zklua.recipes.partitioner): zk:SetPartitioner{path = , set = ,

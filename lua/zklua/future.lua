@@ -13,9 +13,12 @@ local check = require "zklua.check"
 local Future = {}
 Future.__index = Future
 
---- A new, unresolved future waited on through handler (zklua.handlers.*).
-function Future.new(handler)
-  return setmetatable({ _handler = handler, done = false }, Future)
+--- A new, unresolved future waited on through handler (zklua.handlers.*); path (optional)
+-- names the node its errors are about.  The fields a future gets later are named here (as
+-- nil) so that the table is made with room for them: adding them would resize it.
+function Future.new(handler, path)
+  return setmetatable({ _handler = handler, done = false, _path = path, value = nil,
+                        _second = nil, exception = nil }, Future)
 end
 
 local function report(future, fn, err)
@@ -100,7 +103,7 @@ function Future:unlink(fn)
 end
 
 --- A future resolved from another: when source resolves, fn(source) decides this one.
-function Future:chain(source, fn)
+function Future:_chain(source, fn)
   local target = self
   source:rawlink(function(src)
     local ok, err = pcall(fn, src, target)

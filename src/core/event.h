@@ -21,8 +21,8 @@ typedef enum {
     ZKL_EV_WATCH = 2, /* a one-shot watch fired */
     ZKL_EV_STATE = 3, /* kazoo-style connection state changed */
     ZKL_EV_SESSION = 4, /* internal: the library's raw session event, never delivered */
-    ZKL_EV_NOTIFY = 5, /* a C recipe tells its Lua owner that something changed */
-    ZKL_EV_TIMER = 6   /* a C recipe's timer is due (timer.h): always routed, never delivered */
+    ZKL_EV_NOTIFY = 5,  /* a C recipe tells its Lua owner that something changed */
+    ZKL_EV_TIMER = 6   /* internal: a C timer is due (timers.h), never delivered */
 } zkl_event_kind;
 
 typedef enum {

@@ -217,7 +217,7 @@ static void on_acl(int rc, struct ACL_vector *acl, struct Stat *stat, const void
 
 /* A one-shot watch fired.  Session events also reach per-op watchers: the global watcher
  * already reports those. */
-static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     if (type == ZOO_SESSION_EVENT)
         return;
@@ -274,7 +274,7 @@ uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_ro
         return 0;
     int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
-        rc = zoo_awexists(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
+        rc = zoo_awexists(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
                           on_stat, op);
     return submitted(s, op, rc);
 }
@@ -286,7 +286,7 @@ uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route
         return 0;
     int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
-        rc = zoo_awget(s->zh, path, watch ? on_watch : NULL, watch ? watch_ctx(op) : NULL,
+        rc = zoo_awget(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
                        on_data, op);
     return submitted(s, op, rc);
 }
@@ -299,7 +299,7 @@ uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_
         return 0;
     int rc = watch_rc(s, op, watch);
     if (rc == ZOK)
-        rc = zoo_awget_children2(s->zh, path, watch ? on_watch : NULL,
+        rc = zoo_awget_children2(s->zh, path, watch ? zkl_on_watch : NULL,
                                  watch ? watch_ctx(op) : NULL, on_strings_stat, op);
     return submitted(s, op, rc);
 }

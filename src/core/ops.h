@@ -36,4 +36,21 @@ uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route); /* 
 /* Sends an auth now and remembers it for the sessions that follow an expiry. */
 uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len);
 
+/*
+ * Direct ops (ops_now.c): the same ops run synchronously on the calling (owner) thread, for a
+ * caller that would only wait for the result anyway.  Each returns the op's completed event,
+ * filled as its async completion would be, which never goes through the queue (free it with
+ * zkl_event_free), or NULL when the op cannot run directly now — the session is not CONNECTED,
+ * an event waits to be delivered, or an async op is in flight — and must be submitted the
+ * async way.  A watch set by one fires later as a ZKL_EV_WATCH event with the op's id.
+ */
+zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch);
+zkl_event *zkl_op_exists_now(zkl_session *s, const char *path, int watch);
+zkl_event *zkl_op_children_now(zkl_session *s, const char *path, int watch);
+zkl_event *zkl_op_create_now(zkl_session *s, const char *path, const char *value, int len,
+                             const struct ACL_vector *acl, int flags, int want_stat);
+zkl_event *zkl_op_set_now(zkl_session *s, const char *path, const char *value, int len,
+                          int version);
+zkl_event *zkl_op_delete_now(zkl_session *s, const char *path, int version);
+
 #endif

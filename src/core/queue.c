@@ -253,6 +253,14 @@ int zkl_queue_wait(zkl_queue *q, int timeout_ms)
     return ready;
 }
 
+int zkl_queue_is_idle(zkl_queue *q)
+{
+    pthread_mutex_lock(&q->mutex);
+    int idle = q->head == NULL && q->pending_count == 0;
+    pthread_mutex_unlock(&q->mutex);
+    return idle;
+}
+
 int zkl_queue_is_empty(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);

@@ -45,5 +45,7 @@ int zkl_queue_wait(zkl_queue *q, int timeout_ms);
 /* Waits until no op is pending or timeout_ms passes; returns how many are still pending. */
 long zkl_queue_wait_idle(zkl_queue *q, int timeout_ms);
 int zkl_queue_is_empty(zkl_queue *q);
+/* Whether no event waits and no op is pending. */
+int zkl_queue_is_idle(zkl_queue *q);
 
 #endif

@@ -48,6 +48,12 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
+    if (zkl_timers_init(&s->timers, &s->queue) != 0) {
+        zkl_queue_destroy(&s->queue);
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
     s->timeout_ms = o->timeout_ms;
     s->read_only = o->read_only;
     s->resume = o->resume;
@@ -198,8 +204,10 @@ void zkl_session_free(zkl_session *s)
     if (!s)
         return;
     zkl_session_stop(s);
-    zkl_timers_shutdown(s);
-    /* routed ops (and timers) still queued are owed their callbacks: their owners count on them */
+    zkl_timers_stop(&s->timers); /* timer events still queued find no timer: dropped */
+    zkl_event_free(s->held);
+    s->held = NULL;
+    /* routed ops still queued are owed their callbacks: their owners count on them */
     zkl_event *ev;
     while ((ev = zkl_queue_pop(&s->queue)) != NULL) {
         zkl_event *out = NULL;
@@ -209,6 +217,7 @@ void zkl_session_free(zkl_session *s)
         zkl_event_free(ev);
     }
     zkl_queue_destroy(&s->queue);
+    zkl_timers_destroy(&s->timers);
     for (int i = 0; i < s->auth_count; i++) {
         free(s->auths[i].scheme);
         free(s->auths[i].cred);
@@ -281,9 +290,18 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     return new_state_event(s);
 }
 
+static int is_listening(const zkl_session *s, const zkl_state_listener *l)
+{
+    for (int i = 0; i < s->listener_count; i++)
+        if (s->listeners[i].fn == l->fn && s->listeners[i].ctx == l->ctx)
+            return 1;
+    return 0;
+}
+
 static void tell_state_listeners(zkl_session *s, zkl_state state)
 {
-    /* a listener may remove itself (or others): walk a copy */
+    /* a listener may remove itself or others (even free their objects): walk a copy, and
+     * skip entries removed meanwhile */
     int n = s->listener_count;
     if (n == 0)
         return;
@@ -293,7 +311,8 @@ static void tell_state_listeners(zkl_session *s, zkl_state state)
     for (int i = 0; i < n; i++)
         copy[i] = s->listeners[i];
     for (int i = 0; i < n; i++)
-        copy[i].fn(s, state, copy[i].ctx);
+        if (is_listening(s, &copy[i]))
+            copy[i].fn(s, state, copy[i].ctx);
     free(copy);
 }
 
@@ -336,8 +355,7 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
     case ZKL_EV_NOTIFY:
         return 0;
     case ZKL_EV_TIMER:
-        if (ev->route.fn)
-            ev->route.fn(s, ev, ev->route.ctx);
+        zkl_timers_deliver(s, &s->timers, ev);
         return 1;
     }
     return 0;
@@ -345,6 +363,11 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
 
 zkl_event *zkl_session_next(zkl_session *s)
 {
+    if (s->held) {
+        zkl_event *held = s->held;
+        s->held = NULL;
+        return held;
+    }
     retry_open_if_owed(s);
     for (;;) {
         zkl_event *ev = zkl_queue_pop(&s->queue);
@@ -378,6 +401,21 @@ void zkl_session_remove_state_listener(zkl_session *s, zkl_state_fn fn, void *ct
             s->listeners[i] = s->listeners[--s->listener_count];
             return;
         }
+    }
+}
+
+zkl_event *zkl_session_await(zkl_session *s, uint64_t id)
+{
+    for (;;) {
+        zkl_event *ev = zkl_session_next(s);
+        if (ev && ev->kind == ZKL_EV_OP && ev->id == id)
+            return ev;
+        if (ev) {
+            s->held = ev; /* someone else's news comes first: the caller delivers it */
+            return NULL;
+        }
+        if (!zkl_session_wait(s, -1))
+            return NULL; /* a quiet slice: the caller looks at signals, then waits again */
     }
 }
 

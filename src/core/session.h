@@ -41,6 +41,11 @@ int zkl_session_fd(const zkl_session *s);
  * that callers see signals; callers loop to wait longer. */
 int zkl_session_wait(zkl_session *s, int timeout_ms);
 zkl_event *zkl_session_next(zkl_session *s);         /* next deliverable event, or NULL */
+/* What a synchronous call waits with: blocks until op id's completion is the next deliverable
+ * event and returns it (the caller frees it); returns NULL, leaving everything in order for
+ * zkl_session_next(), as soon as another event must be delivered first or a wait slice
+ * (zkl_session_wait) passes quietly.  Saves a round through the caller's event loop per op. */
+zkl_event *zkl_session_await(zkl_session *s, uint64_t id);
 
 zkl_state zkl_session_state(const zkl_session *s);
 zkl_client_state zkl_session_client_state(const zkl_session *s);

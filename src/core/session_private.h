@@ -9,6 +9,7 @@
 
 #include "queue.h"
 #include "session.h"
+#include "timers.h"
 #include "watch_routes.h"
 
 /* The context of one zhandle: callbacks learn from it which session and which handle. */
@@ -44,6 +45,8 @@ struct zkl_session {
     uint64_t next_op_id;
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
+    zkl_timers timers;        /* C recipes' one-shot timers (timers.h) */
+    zkl_event *held;          /* popped by zkl_session_await() for another op: next out */
 
     zkl_auth *auths;
     int auth_count;
@@ -51,13 +54,12 @@ struct zkl_session {
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
     int listener_count;
-    struct zkl_timers *timers;     /* timer.c: NULL until the first timer */
 };
+
+/* ops.c: the library's watcher for one-shot watches; ctx is the op id. */
+void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
 void zkl_ops_reapply_auth(zkl_session *s);
-
-/* timer.c: stops the timer thread; timers not yet due are queued at once with rc ZCLOSING. */
-void zkl_timers_shutdown(zkl_session *s);
 
 #endif

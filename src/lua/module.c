@@ -21,7 +21,11 @@
 #include "counter_binding.h"
 #include "party_binding.h"
 #include "barrier_binding.h"
+#include "semaphore_binding.h"
+#include "lease_binding.h"
 #include "session_binding.h"
+#include "strategy_binding.h"
+#include "tree_cache_binding.h"
 #include "set_partitioner_binding.h"
 #include "zklua_version.h"
 
@@ -173,6 +177,10 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_counter(L);
     zkl_register_party(L);
     zkl_register_barrier(L);
+    zkl_register_strategies(L);
+    zkl_register_tree_cache(L);
+    zkl_register_semaphore(L);
+    zkl_register_lease(L);
     zkl_register_set_partitioner(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");

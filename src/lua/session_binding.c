@@ -9,6 +9,7 @@
  *   "watch", id, type, state, path
  *   "state", state, client_state
  *   "notify", target, code                    (a C recipe's news for its Lua object)
+ * s:await(id) returns op id's event the same way once nothing else comes before it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -197,7 +198,7 @@ static int push_event(lua_State *L, zkl_event *ev)
         lua_pushinteger(L, ev->type);
         return 3;
     case ZKL_EV_SESSION:
-    case ZKL_EV_TIMER: /* consumed by the session: never reaches Lua */
+    case ZKL_EV_TIMER:
         break;
     }
     return 0;
@@ -212,6 +213,21 @@ static int session_next(lua_State *L)
         return 0;
     lua_settop(L, 1);
     int n = push_event(L, ev); /* raises only on out-of-memory, then the event leaks once */
+    zkl_event_free(ev);
+    return n;
+}
+
+/* await(id): op id's event as next() returns it, once it is the next deliverable event;
+ * nothing when another event comes first or a wait slice passed (then use next()). */
+static int session_await(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    uint64_t id = (uint64_t)luaL_checkinteger(L, 2);
+    zkl_event *ev = zkl_session_await(s, id);
+    if (!ev)
+        return 0;
+    lua_settop(L, 1);
+    int n = push_event(L, ev);
     zkl_event_free(ev);
     return n;
 }
@@ -295,6 +311,66 @@ static int op_set(lua_State *L) /* set(path, value, version) */
     int len;
     const char *value = check_value(L, 3, &len);
     return push_op_id(L, zkl_op_set(s, path, value, len, optional_int(L, 4, -1), NULL));
+}
+
+/* ---- direct ops (ops.h): each returns what next() returns for the op's event, or nothing
+ * when the op cannot run directly now (then submit it the usual way) ---- */
+
+static int push_direct(lua_State *L, zkl_event *ev)
+{
+    if (!ev)
+        return 0;
+    int n = push_event(L, ev);
+    zkl_event_free(ev);
+    return n;
+}
+
+static int op_get_now(lua_State *L) /* get_now(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_direct(L, zkl_op_get_now(s, path, lua_toboolean(L, 3)));
+}
+
+static int op_exists_now(lua_State *L) /* exists_now(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_direct(L, zkl_op_exists_now(s, path, lua_toboolean(L, 3)));
+}
+
+static int op_children_now(lua_State *L) /* children_now(path, watch) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_direct(L, zkl_op_children_now(s, path, lua_toboolean(L, 3)));
+}
+
+static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, want_stat) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    int len;
+    const char *value = check_value(L, 3, &len);
+    struct ACL_vector *acl = zkl_check_acl_list(L, 4, "acl");
+    int flags = optional_int(L, 5, 0);
+    return push_direct(L, zkl_op_create_now(s, path, value, len, acl, flags, lua_toboolean(L, 6)));
+}
+
+static int op_set_now(lua_State *L) /* set_now(path, value, version) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    int len;
+    const char *value = check_value(L, 3, &len);
+    return push_direct(L, zkl_op_set_now(s, path, value, len, optional_int(L, 4, -1)));
+}
+
+static int op_delete_now(lua_State *L) /* delete_now(path, version) */
+{
+    zkl_session *s = check_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    return push_direct(L, zkl_op_delete_now(s, path, optional_int(L, 3, -1)));
 }
 
 static int op_get_acl(lua_State *L) /* get_acl(path) */
@@ -414,6 +490,7 @@ static const luaL_Reg session_methods[] = {
     {"fileno", session_fileno},
     {"wait", session_wait},
     {"next", session_next},
+    {"await", session_await},
     {"state", session_state},
     {"client_id", session_client_id},
     {"negotiated_timeout", session_negotiated_timeout},
@@ -429,6 +506,12 @@ static const luaL_Reg session_methods[] = {
     {"sync", op_sync},
     {"add_auth", op_add_auth},
     {"multi", op_multi},
+    {"get_now", op_get_now},
+    {"exists_now", op_exists_now},
+    {"children_now", op_children_now},
+    {"create_now", op_create_now},
+    {"set_now", op_set_now},
+    {"delete_now", op_delete_now},
     {NULL, NULL},
 };
 

@@ -71,9 +71,14 @@ struct zkl_lock {
     char *blocker;    /* the node watched while waiting */
 
     uint64_t op_id, watch_id, ensure_op_id; /* what the lock waits for; 0: nothing */
+    /* The listing sent right behind the create (the server answers a session's requests in
+     * order, so it already sees the new node): a successful create goes straight on to it,
+     * saving a round trip per acquire.  Any other step change drops it (its reply is then
+     * ignored). */
+    uint64_t pipelined_check;
     long inflight;    /* routed ops and watches not yet come back */
 
-    void (*observer)(void *ctx); /* told after each routed event (zkl_lock_observe) */
+    zkl_lock_observer observer; /* see zkl_lock_observe() */
     void *observer_ctx;
 };
 
@@ -199,14 +204,23 @@ static void go(zkl_lock *l, lock_step step)
 {
     l->step = step;
     l->op_id = 0;
+    l->pipelined_check = 0;
     if (zkl_session_state(l->s) == ZKL_CONNECTED)
         run_step(l);
     else
         l->parked = 1;
 }
 
+static void notify(zkl_lock *l, int code)
+{
+    if (!l->orphaned && l->s)
+        zkl_session_notify(l->s, l->id, code);
+}
+
 static void become_idle(zkl_lock *l)
 {
+    if (l->phase == ZKL_LOCK_ACQUIRING || l->phase == ZKL_LOCK_ABANDONING)
+        notify(l, ZKL_LOCK_NOTIFY_DECIDED); /* an acquire ended without the lock */
     l->phase = ZKL_LOCK_IDLE;
     l->step = STEP_NONE;
     l->parked = 0;
@@ -254,8 +268,7 @@ static void step_failed(zkl_lock *l, int rc)
 
 static void notify_lost(zkl_lock *l)
 {
-    if (!l->orphaned && l->s)
-        zkl_session_notify(l->s, l->id, ZKL_LOCK_NOTIFY_LOST);
+    notify(l, ZKL_LOCK_NOTIFY_LOST);
 }
 
 static uint64_t submit_create(zkl_lock *l)
@@ -268,8 +281,11 @@ static uint64_t submit_create(zkl_lock *l)
         l->ensure_op_id = last;
     }
     int flags = l->ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL;
-    return counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl, flags,
-                                    1, &l->route), 0);
+    uint64_t id = counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl,
+                                           flags, 1, &l->route), 0);
+    if (id != 0)
+        l->pipelined_check = counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
+    return id;
 }
 
 /* Submits the op of the current step; returns its id (0: out of memory). */
@@ -317,6 +333,7 @@ static void run_step(zkl_lock *l)
 
 static void created(zkl_lock *l, const zkl_event *ev)
 {
+    uint64_t check = l->pipelined_check;
     if (ev->rc == ZOK) {
         const char *slash = ev->data ? strrchr(ev->data, '/') : NULL;
         char *name = strdup(slash ? slash + 1 : "");
@@ -329,10 +346,15 @@ static void created(zkl_lock *l, const zkl_event *ev)
         l->create_tried = 0;
         l->czxid = ev->stat.czxid;
         l->has_czxid = ev->has_stat;
-        if (l->phase == ZKL_LOCK_ABANDONING)
+        if (l->phase == ZKL_LOCK_ABANDONING) {
             go(l, STEP_DELETE);
-        else
+        } else if (l->has_czxid && check != 0) {
+            l->step = STEP_CHECK; /* its listing is on its way already */
+            l->op_id = check;
+            l->pipelined_check = 0;
+        } else {
             go(l, l->has_czxid ? STEP_CHECK : STEP_STAT);
+        }
         return;
     }
     if (l->phase == ZKL_LOCK_ABANDONING) {
@@ -420,6 +442,7 @@ static void contenders_read(zkl_lock *l, const zkl_event *ev)
         l->step = STEP_NONE;
         l->outcome = ZKL_LOCK_GOT;
         set_string(&l->blocker, NULL);
+        notify(l, ZKL_LOCK_NOTIFY_DECIDED);
         return;
     }
     if (!l->blocking) {
@@ -594,6 +617,16 @@ static void maybe_destroy(zkl_lock *l)
     destroy(l);
 }
 
+/* The last thing after each event: an orphan may go; otherwise the observer hears of it (and
+ * may free the lock, so nothing touches l after it). */
+static void after_event(zkl_lock *l, int state)
+{
+    if (l->orphaned || !l->observer)
+        maybe_destroy(l);
+    else
+        l->observer(l->observer_ctx, state);
+}
+
 static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
 {
     (void)s;
@@ -617,12 +650,7 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
         l->watch_id = 0;
         on_watch(l, ev);
     }
-    if (l->orphaned) {
-        maybe_destroy(l);
-        return;
-    }
-    if (l->observer)
-        l->observer(l->observer_ctx); /* last: it may free the lock */
+    after_event(l, ZKL_LOCK_NO_STATE);
 }
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx)
@@ -639,7 +667,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
         else
             session_expired(l);
     }
-    maybe_destroy(l);
+    after_event(l, (int)state);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -701,6 +729,12 @@ void zkl_lock_forget_session(zkl_lock *l)
         become_idle(l);
 }
 
+void zkl_lock_observe(zkl_lock *l, zkl_lock_observer fn, void *ctx)
+{
+    l->observer = fn;
+    l->observer_ctx = ctx;
+}
+
 int zkl_lock_acquire(zkl_lock *l, int blocking, int ephemeral)
 {
     if (l->phase == ZKL_LOCK_HELD || l->phase == ZKL_LOCK_RELEASING) {
@@ -756,12 +790,6 @@ void zkl_lock_release_in_background(zkl_lock *l)
 {
     if (l->phase == ZKL_LOCK_RELEASING)
         l->phase = ZKL_LOCK_ABANDONING; /* the step (DELETE) goes on */
-}
-
-void zkl_lock_observe(zkl_lock *l, void (*fn)(void *ctx), void *ctx)
-{
-    l->observer = fn;
-    l->observer_ctx = ctx;
 }
 
 zkl_lock_phase zkl_lock_phase_of(const zkl_lock *l)

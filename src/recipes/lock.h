@@ -7,7 +7,9 @@
  * (__lock__|__rlock__)-?<10 digits>, sorted by that suffix bytewise.  An exclusive contender
  * (Lock, WriteLock) is blocked by every lower contender; a shared one (ReadLock) only by lower
  * __lock__ nodes.  A blocked contender watches the NEAREST lower blocking node and checks
- * again when it goes (no herd, and no kazoo #649).
+ * again when it goes (no herd, and no kazoo #649).  The first listing is sent right behind the
+ * create, without waiting for its reply (a session's requests are answered in order): an
+ * uncontended acquire costs one round trip.
  *
  * Everything runs on the session's owner thread: ops are submitted with a route and their
  * results (and watches) come back inside zkl_session_next().  The owner drives the lock with
@@ -23,6 +25,8 @@
  *   owner is told with zkl_session_notify(s, zkl_lock_id(l), ZKL_LOCK_NOTIFY_LOST).  A
  *   persistent holder (ephemeral = 0) keeps the lock.  An acquire in progress starts again on
  *   the new session.  A release or a clean-up in progress finishes (the ephemeral node is gone).
+ * - Once an acquire is decided (held, or ended without the lock) the owner is told with
+ *   ZKL_LOCK_NOTIFY_DECIDED, so that it need not poll the phase (the Election latch).
  * - The session stopped (ZCLOSING): an acquire fails with ZCLOSING; an ephemeral holder is no
  *   longer held (and the owner is notified).
  * - The fencing token is the czxid of the holder's own node: it grows with every new holder.
@@ -62,7 +66,10 @@ typedef enum {
     ZKL_LOCK_FAILED        /* a ZooKeeper error that retrying cannot fix: see rc */
 } zkl_lock_outcome;
 
-enum { ZKL_LOCK_NOTIFY_LOST = 1 }; /* the notify code: the holder lost the lock */
+enum {
+    ZKL_LOCK_NOTIFY_LOST = 1,   /* the holder lost the lock */
+    ZKL_LOCK_NOTIFY_DECIDED = 2 /* an acquire ended: held, or not (see the outcome) */
+};
 
 /* A lock on path (checked by the caller) whose contender node holds data.  acl NULL: open.
  * NULL when out of memory or when no random uuid could be read (errno set). */
@@ -86,12 +93,6 @@ int zkl_lock_release(zkl_lock *l);
  * counts as held and the delete goes on in the background (phase ABANDONING). */
 void zkl_lock_release_in_background(zkl_lock *l);
 
-/* fn(ctx) runs on the owner thread each time the lock has handled one of its routed results
- * or watches (its phase or outcome may have changed), as the last thing it does then, so fn
- * may free the lock.  Never after zkl_lock_free().  NULL stops it.  (For recipes built on
- * locks, e.g. the set partitioner.) */
-void zkl_lock_observe(zkl_lock *l, void (*fn)(void *ctx), void *ctx);
-
 zkl_lock_phase zkl_lock_phase_of(const zkl_lock *l);
 zkl_lock_outcome zkl_lock_outcome_of(const zkl_lock *l, int *rc);
 int zkl_lock_release_rc(const zkl_lock *l); /* ZOK, or why the last release failed */
@@ -105,6 +106,16 @@ const char *zkl_lock_blocker(const zkl_lock *l);
 int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token); /* 0 while held, else -1 */
 uint64_t zkl_lock_id(const zkl_lock *l); /* the notify target */
 long zkl_lock_inflight(const zkl_lock *l);
+
+/* An observer (another C recipe built on this lock, e.g. the Semaphore's mutex) hears of the
+ * lock's progress: fn(ctx, state) runs on the owner thread after the lock handled each of its
+ * routed events (state ZKL_LOCK_NO_STATE) and each session state change (state: the new
+ * zkl_state), so the observer sees state changes after the lock itself did.  fn reads the
+ * phase and outcome; it may call any zkl_lock_* function, including zkl_lock_free() (nothing
+ * touches the lock after fn returns).  An orphaned lock calls no observer.  fn NULL: none. */
+enum { ZKL_LOCK_NO_STATE = -1 };
+typedef void (*zkl_lock_observer)(void *ctx, int state);
+void zkl_lock_observe(zkl_lock *l, zkl_lock_observer fn, void *ctx);
 
 /* Contender matching, shared with whoever lists contenders: the kind of a child's name
  * (0 exclusive, 1 shared, -1 not a contender), and *seq its sequence suffix. */

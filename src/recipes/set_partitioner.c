@@ -5,8 +5,8 @@
  * party again when an ACQUIRED member's watch was dropped without a change.
  *
  * Only the list op, the party watch and the timers the partitioner waits for count (their ids
- * are kept); anything else that comes back is stale and only counted (inflight), so that an
- * orphan knows when it may go.  Locks it lets go (an abandoned attempt, a release) keep the
+ * are kept); a stale op or watch that comes back is only counted (inflight), so that an orphan
+ * knows when it may go, and a stale timer is taken back (zkl_session_cancel_timer).  Locks it lets go (an abandoned attempt, a release) keep the
  * partitioner as their observer until they are idle, then are freed at the next safe point:
  * never from a state listener, because the session calls its listeners from a copy of the
  * list and a freed lock's entry would still be called.
@@ -19,7 +19,7 @@
 
 #include "../core/acl.h"
 #include "../core/ops.h"
-#include "../core/timer.h"
+#include "../core/timers.h"
 #include "common.h"
 #include "lock.h"
 #include "party.h"
@@ -68,12 +68,12 @@ struct zkl_set_partitioner {
     uint64_t settle_timer_id, conflict_timer_id, grace_timer_id;
     int parked; /* LIST or REWATCH waits for CONNECTED */
     int orphaned, listening;
-    long inflight; /* routed ops, watches and timers not yet come back */
+    long inflight; /* routed ops and watches not yet come back (timers are taken back) */
 };
 
 static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
-static void lock_changed(void *ctx);
+static void lock_changed(void *ctx, int state);
 static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc);
 
 /* ---------------------------------------------------------------- helpers */
@@ -97,16 +97,21 @@ static int connected(const zkl_set_partitioner *sp)
     return sp->s && zkl_session_state(sp->s) == ZKL_CONNECTED;
 }
 
-/* A timer counted in flight; 0 (and FAILURE) when none could be made. */
+/* A timer (timers.h); 0 (and FAILURE) when none could be made. */
 static uint64_t start_timer(zkl_set_partitioner *sp, long delay_ms)
 {
-    uint64_t id = zkl_session_timer(sp->s, delay_ms, &sp->route);
-    if (id == 0) {
+    uint64_t id = zkl_session_add_timer(sp->s, delay_ms, &sp->route);
+    if (id == 0)
         fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
-        return 0;
-    }
-    sp->inflight++;
     return id;
+}
+
+/* Takes a timer back (it will not call): a timer that no longer means anything. */
+static void stop_timer(zkl_set_partitioner *sp, uint64_t *id)
+{
+    if (*id && sp->s)
+        zkl_session_cancel_timer(sp->s, *id);
+    *id = 0;
 }
 
 static int by_name(const void *a, const void *b)
@@ -194,7 +199,7 @@ static void drop_items(zkl_set_partitioner *sp, int release)
     free(sp->items);
     sp->items = NULL;
     sp->item_count = 0;
-    sp->conflict_timer_id = 0;
+    stop_timer(sp, &sp->conflict_timer_id);
 }
 
 void zkl_sp_tidy(zkl_set_partitioner *sp)
@@ -259,7 +264,8 @@ static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc)
         return;
     sp->failure = why;
     sp->rc = rc;
-    sp->settle_timer_id = sp->grace_timer_id = 0;
+    stop_timer(sp, &sp->settle_timer_id);
+    stop_timer(sp, &sp->grace_timer_id);
     sp->party_watch_id = 0;
     drop_items(sp, 1);
     leave_party(sp);
@@ -271,7 +277,7 @@ static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc)
 static void start_over(zkl_set_partitioner *sp)
 {
     drop_items(sp, 1);
-    sp->settle_timer_id = 0;
+    stop_timer(sp, &sp->settle_timer_id);
     go(sp, STEP_LIST);
 }
 
@@ -298,7 +304,7 @@ static void check_acquired(zkl_set_partitioner *sp)
     }
     if (held < sp->item_count)
         return;
-    sp->conflict_timer_id = 0;
+    stop_timer(sp, &sp->conflict_timer_id);
     go(sp, STEP_NONE);
     set_state(sp, ZKL_SP_ACQUIRED);
 }
@@ -414,8 +420,6 @@ static void grace_over(zkl_set_partitioner *sp)
 
 static void on_timer(zkl_set_partitioner *sp, const zkl_event *ev)
 {
-    if (ev->rc != ZOK)
-        return; /* the session is being freed */
     if (ev->id == sp->settle_timer_id) {
         sp->settle_timer_id = 0;
         settled(sp);
@@ -455,6 +459,12 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
 {
     (void)s;
     zkl_set_partitioner *sp = ctx;
+    if (ev->kind == ZKL_EV_TIMER) { /* timers are not counted: they are taken back */
+        if (!sp->orphaned && sp->s)
+            on_timer(sp, ev);
+        zkl_sp_tidy(sp);
+        return;
+    }
     sp->inflight--;
     if (sp->orphaned || !sp->s) {
         if (ev->kind == ZKL_EV_OP && ev->watch_requested == 0 && ev->op == ZKL_OP_CHILDREN)
@@ -477,16 +487,17 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
             sp->party_watch_id = 0;
             party_changed(sp, ev);
         }
-    } else if (ev->kind == ZKL_EV_TIMER) {
-        on_timer(sp, ev);
     }
     zkl_sp_tidy(sp);
 }
 
-/* A lock (of the attempt, or let go) handled an event: a safe point. */
-static void lock_changed(void *ctx)
+/* A lock (of the attempt, or let go) handled a routed event: a safe point.  Session state
+ * changes (state != ZKL_LOCK_NO_STATE) are the partitioner's own listener's business. */
+static void lock_changed(void *ctx, int state)
 {
     zkl_set_partitioner *sp = ctx;
+    if (state != ZKL_LOCK_NO_STATE)
+        return;
     if (sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_ACQUIRE)
         check_acquired(sp);
     else if (sp->step == STEP_RELEASE)
@@ -518,17 +529,17 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
     if (sp->orphaned || sp->state == ZKL_SP_FAILURE)
         return;
     if (state == ZKL_CONNECTED) {
-        sp->grace_timer_id = 0;
+        stop_timer(sp, &sp->grace_timer_id);
         if (sp->parked)
             go(sp, sp->step);
         else if (sp->step == STEP_ACQUIRE && sp->conflict_timer_id == 0)
             sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
     } else if (state == ZKL_SUSPENDED) {
-        sp->conflict_timer_id = 0; /* a new window once reconnected */
+        stop_timer(sp, &sp->conflict_timer_id); /* a new window once reconnected */
         if (sp->state == ZKL_SP_ACQUIRED && sp->grace_timer_id == 0)
             sp->grace_timer_id = start_timer(sp, zkl_session_negotiated_timeout(s) / 3);
         if (sp->step == STEP_SETTLE) {
-            sp->settle_timer_id = 0; /* changes may go unseen: settle again once connected */
+            stop_timer(sp, &sp->settle_timer_id); /* changes may go unseen: settle again */
             go(sp, STEP_LIST);
         }
     } else if (zkl_session_is_stopped(s) || zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED) {
@@ -591,6 +602,8 @@ void zkl_sp_free(zkl_set_partitioner *sp)
     if (sp->s) {
         drop_items(sp, 1);
         leave_party(sp);
+        stop_timer(sp, &sp->settle_timer_id);
+        stop_timer(sp, &sp->grace_timer_id);
     } else {
         drop_items(sp, 0);
     }
@@ -691,7 +704,8 @@ void zkl_sp_release_set(zkl_set_partitioner *sp)
     if ((sp->state != ZKL_SP_ACQUIRED && sp->state != ZKL_SP_RELEASE) ||
         sp->step == STEP_RELEASE)
         return;
-    sp->party_watch_id = sp->grace_timer_id = 0; /* the party is listed again afterwards */
+    sp->party_watch_id = 0; /* the party is listed again afterwards */
+    stop_timer(sp, &sp->grace_timer_id);
     set_state(sp, ZKL_SP_RELEASE);
     go(sp, STEP_RELEASE);
     for (int i = 0; i < sp->item_count; i++)

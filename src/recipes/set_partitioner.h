@@ -10,7 +10,7 @@
  * ACQUIRED -> RELEASE (the party changed, or the set did), RELEASE -> ALLOCATING (the owner
  * released the set), and FAILURE from anywhere (unrecoverable: make a new partitioner).
  * While ALLOCATING the partitioner joins the party, lists it with a watch, waits until it
- * stayed unchanged for time_boundary (a timer, timer.h; a change starts the wait again), then
+ * stayed unchanged for time_boundary (a timer, timers.h; a change starts the wait again), then
  * asks its owner for this member's items (notify ZKL_SP_NOTIFY_PARTITION: the owner reads
  * zkl_sp_wanted() and answers with zkl_sp_assign(), so partition functions live with the
  * owner) and acquires all their locks at once.  A party change during any of that abandons
@@ -41,8 +41,8 @@
  *   listeners never free anything (the session walks a copy of its listeners); locks let go
  *   are freed at the next safe point (a routed event, or any call from the owner).
  * - zkl_sp_free() releases what is held, leaves the party and frees the locks and the party
- *   (they finish as orphans); the partitioner itself stays allocated until its own ops,
- *   watches and timers came back.
+ *   (they finish as orphans) and takes its timers back; the partitioner itself stays
+ *   allocated until its own ops and watches came back.
  */
 #ifndef ZKL_SET_PARTITIONER_H
 #define ZKL_SET_PARTITIONER_H

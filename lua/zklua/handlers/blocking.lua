@@ -8,6 +8,8 @@ local core = require "zklua.core"
 
 local blocking = { name = "blocking" }
 
+local POLL_SLICE = 0.2 -- seconds
+
 local clients = setmetatable({}, { __mode = "k" }) -- attached client -> true
 local fd_list = nil -- the attached clients' fds, rebuilt after attach/detach
 
@@ -60,13 +62,16 @@ function blocking.wait(done, timeout)
       if done() then return true end
       local remaining = deadline and deadline - core.monotonic()
       if remaining and remaining <= 0 then return false end
+      fd_list = nil -- a client collected without close() leaves the cached list stale
       local list = fds()
       if #list == 1 then
         only_client():wait_for_events(remaining) -- a condition variable: the cheapest wake-up
       elseif #list == 0 then
         core.sleep(math.min(remaining or 0.05, 0.05)) -- nothing to wait on: keep time moving
       else
-        core.poll(list, remaining)
+        -- in slices, as a lone client's wait: Lua hooks (the runner's signal hook, a
+        -- script's own deadline) get control back at least every 0.2 s
+        core.poll(list, math.min(remaining or POLL_SLICE, POLL_SLICE))
       end
     end
     if done() then return true end

@@ -50,7 +50,6 @@ local locks = require "zklua.recipes.lock"
 local recipes = {}
 
 local ZCLOSING = -116
-local MAX_QUICK_PROBES = 50
 
 local Election = { __name = "zklua.Election" }
 
@@ -98,8 +97,6 @@ end
 
 -- ---------------------------------------------------------------- the latch
 
-local probe
-
 -- Ends the latch without touching its node (the client stopped, or the lock failed).
 local function end_latch(self)
   self._mode = nil
@@ -140,71 +137,12 @@ function Election:_sync()
       end_latch(self)
       self.error = errors.from_code(rc, self.path)
       client:_log("error", "election on " .. self.path .. " stopped: " .. tostring(self.error))
-    elseif ud:acquire(true, true) then -- lost (expiry): compete again on the new session
-      self._quick = 0
-      probe(self)
+    else
+      ud:acquire(true, true) -- lost (expiry): compete again on the new session
     end
   end)
   self._syncing = false
   if not ok then error(err, 0) end
-end
-
--- The C lock decides on its own; this looks at the contenders to learn, within a round trip,
--- when it did: the nearest contender before ours is watched (no herd), and while ours is the
--- first (or not yet created) the look is repeated until the lock has decided (the lock's own
--- check was sent before our next look, so that one sees it decided).
-probe = function(self)
-  if self._probing or self._mode ~= "latch" then return end
-  local client = self.client
-  if not client._session or client._stopped then return end
-  self._probing = true
-  local ok, f = pcall(client.get_children_async, client, self.path)
-  if not ok then
-    self._probing = false
-    return
-  end
-  f:rawlink(function(done)
-    self._probing = false
-    self:_probed(done)
-  end)
-end
-
-function Election:_probed(f)
-  self:_sync()
-  local ud = self._ud
-  if self._mode ~= "latch" or ud:phase() ~= "acquiring" then return end
-  local client = self.client
-  local again = false
-  if f.exception then
-    -- the path is not made yet: look again; a connection problem: CONNECTED looks again
-    again = errors.is(f.exception, errors.NoNodeError)
-  else
-    local names = core.lock_contenders(f.value)
-    local own, at = ud:node(), nil
-    for i, name in ipairs(names) do
-      if name == own then at = i end
-    end
-    if at and at > 1 then
-      self._quick = 0
-      local watcher = function() probe(self) end
-      local ok, w = pcall(client.exists_async, client, join(self.path, names[at - 1]), watcher)
-      if ok then
-        w:rawlink(function(done)
-          if done.exception or done.value == nil then probe(self) end -- gone already
-        end)
-      end
-      return
-    end
-    again = true -- first, or our node not made (or seen) yet: the lock is about to decide
-  end
-  if not again then return end
-  self._quick = (self._quick or 0) + 1
-  if self._quick <= MAX_QUICK_PROBES then
-    probe(self)
-  else -- something slow: wait for the contenders to change instead of asking again
-    self._quick = 0
-    pcall(client.get_children_async, client, self.path, function() probe(self) end)
-  end
 end
 
 --- Joins the election without blocking.  Returns true, or false when already started.
@@ -225,13 +163,7 @@ function Election:start()
   self.error = nil
   self._mode = "latch"
   self._leading = false
-  self._listener = function(state)
-    self:_sync()
-    if state == "CONNECTED" and self._mode == "latch" and ud:phase() == "acquiring" then
-      self._quick = 0
-      probe(self)
-    end
-  end
+  self._listener = function() self:_sync() end
   client:add_listener(self._listener)
   local started, why = ud:acquire(true, true)
   if not started then
@@ -239,9 +171,7 @@ function Election:start()
     errors.raise(errors.ConnectionClosedError, "start: cannot join (" .. tostring(why) .. ")",
                  self.path)
   end
-  self._quick = 0
   self:_sync()
-  probe(self)
   return true
 end
 
@@ -348,6 +278,7 @@ function recipes.Election(client, path, identifier)
                               lock = lock, _ud = lock._lock, _leading = false,
                               _leader_callbacks = {}, _lost_callbacks = {} }, Election)
   lock:on_lost(function() self:_sync() end)
+  lock._on_decided = function() self:_sync() end -- the C lock says when it decided
   return self
 end
 

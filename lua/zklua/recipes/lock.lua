@@ -240,6 +240,18 @@ end
 -- on_lost(fn): fn(lock) runs when the session expired while the lock was held.
 require("zklua.recipes.lost").install(Lock, "lock")
 
+-- The C lock also says when an acquire is decided (ZKL_LOCK_NOTIFY_DECIDED): an owner that
+-- does not wait in acquire() (the Election latch) sets lock._on_decided to hear it.
+local NOTIFY_DECIDED = 2
+local notified_lost = Lock._notified
+function Lock:_notified(code)
+  if code == NOTIFY_DECIDED then
+    if self._on_decided then self._on_decided(self) end
+  else
+    notified_lost(self, code)
+  end
+end
+
 function recipes.Lock(client, path, identifier)
   return new("Lock", "exclusive", client, path, identifier)
 end

@@ -1,0 +1,196 @@
+--- zklua.recipes.lease — kazoo's NonBlockingLease and MultiNonBlockingLease: time-based
+-- leases that never block waiting for a holder.
+--
+--   local lease = zk:NonBlockingLease("/db_leases/hourly_cleanup", 70 * 60, "cleanup@db1")
+--   if lease.obtained then do_hourly_cleanup() end
+--   local multi = zk:MultiNonBlockingLease(2, "/leases/reporters", 600)
+--   if multi.obtained then report() end
+--
+-- The attempt is a C state machine (src/recipes/lease.c) on kazoo 2.8's znodes, so kazoo and
+-- zklua processes share a lease: it runs under a kazoo Lock at <path> and reads and writes
+-- the PERSISTENT record <path>/lease_holder, kazoo's JSON byte for byte:
+--   {"version": 1, "holder": "<identifier>", "end": "YYYY-MM-DDTHH:MM:SS"}   (naive UTC)
+-- The lease is obtained when there is no record, when the record is this identifier's (a
+-- renewal: the end moves to now + duration), or when its end has passed; it is refused while
+-- another identifier's end has not passed, and when the record has another version.  A record
+-- kazoo could not read raises KazooException.  MultiNonBlockingLease(count, ...) tries
+-- <path>/0 .. <path>/<count-1> in order and stops at the first one obtained.
+--
+-- * duration is in seconds (kazoo: a timedelta); the end is written in whole seconds.
+-- * identifier: default (nil or "", as kazoo) the host's name, socket.gethostname()'s; it must
+--   be UTF-8 text (it is stored in JSON).  Renew by using the same identifier.
+-- * utcnow: a function returning the current UTC time as seconds since the epoch (default:
+--   the system clock, zklua.core.utcnow); kazoo's returns a datetime.  It is called once the
+--   internal lock is held, as kazoo's.  Times are UTC whatever the local time zone; clocks of
+--   the hosts sharing a lease must be roughly in step (kazoo's caveat).
+-- * A lease is time-based, not tied to a session: SUSPENDED and LOST change nothing once it is
+--   obtained (obtained stays true and the record stands until its end, even if this process
+--   dies), and nothing releases it early.
+-- * Obtaining needs the connection: when the client is not CONNECTED it raises ConnectionLoss
+--   at once (ConnectionClosedError when it is stopped), and a connection loss or session
+--   expiry during the attempt raises ConnectionLoss or SessionExpiredError (the record may or
+--   may not have been written then, as with kazoo; renewing settles it).  The internal lock
+--   is released in every case.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local join = require("zklua.paths").join
+
+local recipes = {}
+
+local ZBADARGUMENTS = -8
+local MAX_COUNT = 1000000
+
+local Lease = { __name = "zklua.NonBlockingLease" }
+Lease.__index = Lease
+
+function Lease.__tostring(self)
+  return string.format("zklua.NonBlockingLease(%s, %s, %s)", self.path, self.identifier,
+                       self.obtained and "obtained" or "not obtained")
+end
+
+local Multi = { __name = "zklua.MultiNonBlockingLease" }
+Multi.__index = Multi
+
+function Multi.__tostring(self)
+  return string.format("zklua.MultiNonBlockingLease(%d, %s, %s)", self.count, self.path,
+                       self.obtained and "obtained" or "not obtained")
+end
+
+local function check_identifier(fname, identifier, path)
+  if identifier == nil or identifier == "" then return core.hostname() end -- kazoo: `or`
+  if type(identifier) ~= "string" then
+    check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
+               type(identifier) .. ")")
+  end
+  if not core.utf8_valid(identifier) then
+    check.fail(fname, "identifier", "identifier must be UTF-8 text (kazoo stores it in JSON)")
+  end
+  -- JSON escaping may make a byte six characters long in the record
+  if #identifier * 6 + #path + 256 > core.max_packet then
+    check.fail(fname, "identifier", "identifier is too long for the lease record (" ..
+               #identifier .. " bytes)")
+  end
+  return identifier
+end
+
+local function check_duration(fname, duration)
+  if type(duration) ~= "number" or duration ~= duration or duration < 0
+     or duration == math.huge then
+    check.fail(fname, "duration", "duration must be a finite number of seconds >= 0 (got " ..
+               tostring(duration) .. ")")
+  end
+  return duration
+end
+
+local function check_utcnow(fname, utcnow)
+  if utcnow ~= nil and type(utcnow) ~= "function" then
+    check.fail(fname, "utcnow", "utcnow must be a function or nil (got " .. type(utcnow) .. ")")
+  end
+  return utcnow or core.utcnow
+end
+
+-- Runs the attempt: waits (with the client's handler), hands the C lease the time when it
+-- asks, and returns the userdata once it has decided.
+local function run(client, ud, fname, utcnow)
+  local handler = client.handler
+  local function settled()
+    local phase = ud:phase()
+    return phase == "needs_time" or phase == "idle" or not client._session
+           or (phase == "finishing" and client.state ~= "CONNECTED")
+  end
+  local ok, err = pcall(function()
+    while true do
+      handler.wait(settled)
+      if ud:phase() ~= "needs_time" or not client._session then return end
+      local now = utcnow()
+      if type(now) ~= "number" or now ~= now or now == math.huge or now == -math.huge then
+        check.fail(fname, "utcnow", "utcnow must return the UTC time in seconds since the " ..
+                   "epoch (got " .. tostring(now) .. ")")
+      end
+      ud:decide(now)
+    end
+  end)
+  if not ok then -- utcnow failed, or the wait was interrupted: let go of the internal lock
+    ud:abandon()
+    error(err, 0)
+  end
+end
+
+local function result(self, ud, fname)
+  local outcome, rc, why = ud:outcome()
+  if outcome == "obtained" then
+    self.obtained = true
+    self.expires = ud:end_time()
+  elseif outcome == "bad_record" then
+    errors.raise(errors.KazooException, fname .. ": " .. join(self.path, "lease_holder") ..
+                 " is not a lease record kazoo can read (" .. tostring(why) .. ")", self.path)
+  elseif outcome == "failed" and rc == ZBADARGUMENTS then
+    errors.raise(errors.BadArgumentsError, fname .. ": the lease's end (now + duration) is " ..
+                 "outside the years 1000 to 9999", self.path, { argument = "duration" })
+  elseif outcome == "failed" then
+    error(errors.from_code(rc, self.path), 0)
+  elseif outcome == "pending" or outcome == "abandoned" then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
+  end
+  return self
+end
+
+local function attempt(client, path, duration, identity, utcnow, fname)
+  local session = client:_usable_session(fname)
+  if client.state ~= "CONNECTED" then
+    errors.raise(errors.ConnectionLoss, fname .. ": not connected (the client is " ..
+                 client.state .. ")", path)
+  end
+  local self = setmetatable({ client = client, path = path, identifier = identity,
+                              duration = duration, obtained = false }, Lease)
+  local ud = core.lease(session, path, identity, duration, client._default_acl)
+  local started = ud:obtain()
+  if not started then
+    errors.raise(errors.ConnectionLoss, fname .. ": not connected", path)
+  end
+  run(client, ud, fname, utcnow)
+  return result(self, ud, fname)
+end
+
+--- NonBlockingLease(client, path, duration, identifier = hostname, utcnow = system clock)
+function recipes.NonBlockingLease(client, path, duration, identifier, utcnow)
+  local fname = "NonBlockingLease"
+  check.path(fname, path)
+  duration = check_duration(fname, duration)
+  identifier = check_identifier(fname, identifier, path)
+  utcnow = check_utcnow(fname, utcnow)
+  return attempt(client, path, duration, identifier, utcnow, fname)
+end
+
+--- MultiNonBlockingLease(client, count, path, duration, identifier = hostname, utcnow)
+function recipes.MultiNonBlockingLease(client, count, path, duration, identifier, utcnow)
+  local fname = "MultiNonBlockingLease"
+  if type(count) ~= "number" or count ~= math.floor(count) or count < 1 or count > MAX_COUNT then
+    check.fail(fname, "count", "count must be an integer from 1 to " .. MAX_COUNT .. " (got " ..
+               tostring(count) .. ")")
+  end
+  check.path(fname, path)
+  duration = check_duration(fname, duration)
+  identifier = check_identifier(fname, identifier, path .. "/" .. count)
+  utcnow = check_utcnow(fname, utcnow)
+  local self = setmetatable({ client = client, count = count, path = path,
+                              identifier = identifier, duration = duration, obtained = false },
+                            Multi)
+  for num = 0, count - 1 do
+    local lease = attempt(client, join(path, string.format("%d", num)), duration, identifier,
+                          utcnow, fname)
+    if lease.obtained then
+      self.obtained = true
+      self.lease = lease -- the slot's lease: lease.path, lease.expires
+      self.expires = lease.expires
+      break
+    end
+  end
+  return self
+end
+
+recipes.NonBlockingLease_class = Lease
+recipes.MultiNonBlockingLease_class = Multi
+
+return recipes

@@ -1,0 +1,161 @@
+/*
+ * ops_now.c — see ops.h, "Direct ops".  The synchronous twins of the common ops.
+ *
+ * Why they exist: libzookeeper-mt hands the reply of an async op from its I/O thread to its
+ * completion thread, which queues our event and wakes the owner: two thread hops per op.  The
+ * library's own synchronous calls are completed by the I/O thread itself, which wakes the
+ * waiting caller directly: one hop.  On a loopback link the extra hop (a futex wake-up and a
+ * context switch) costs about as much as the rest of a read, so a script doing one blocking
+ * call after another runs them through here.
+ *
+ * A direct op runs only when nothing can be reordered by it: the session is CONNECTED, no event
+ * waits to be delivered and no async op is in flight (their completions would otherwise reach
+ * the caller after a later op's result).  Otherwise it returns NULL and the caller submits the
+ * op the async way.  Watches set here are ordinary ones: they fire as ZKL_EV_WATCH events with
+ * the op's id.  The result is an op event that never went through the queue; the caller frees it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "session_private.h"
+
+enum {
+    FIRST_READ_BUFFER = 64 * 1024, /* most values fit: one round trip */
+    SEQUENCE_SUFFIX = 16           /* room for a sequential node's 10 digits */
+};
+
+/* A fresh op event for a direct call, or NULL when the op must go the async way. */
+static zkl_event *direct_op(zkl_session *s, zkl_op_type type)
+{
+    if (!s->zh || s->state != ZKL_CONNECTED || s->held || !zkl_queue_is_idle(&s->queue))
+        return NULL;
+    zkl_event *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->kind = ZKL_EV_OP;
+    op->op = type;
+    op->id = ++s->next_op_id;
+    op->session = s;
+    op->generation = s->generation;
+    return op;
+}
+
+/* The library reports ZCLOSING for what it drops while closing: say why it was closed. */
+static zkl_event *done(zkl_event *op, int rc)
+{
+    if (rc == ZCLOSING)
+        rc = atomic_load(&op->session->closing_rc);
+    op->rc = rc;
+    return op;
+}
+
+static void *watch_ctx(const zkl_event *op)
+{
+    return (void *)(uintptr_t)op->id;
+}
+
+zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_GET);
+    if (!op)
+        return NULL;
+    op->watch_requested = watch != 0;
+    int capacity = FIRST_READ_BUFFER;
+    for (;;) {
+        char *buffer = malloc((size_t)capacity + 1);
+        if (!buffer)
+            return done(op, ZSYSTEMERROR);
+        int len = capacity;
+        int rc = zoo_wget(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
+                          buffer, &len, &op->stat);
+        if (rc == ZOK && op->stat.dataLength > capacity) {
+            /* the value did not fit (a watch set now is set already: ask again without) */
+            free(buffer);
+            capacity = op->stat.dataLength;
+            op->watch_registered = op->watch_requested;
+            watch = 0;
+            continue;
+        }
+        if (rc != ZOK) {
+            free(buffer);
+            return done(op, rc);
+        }
+        op->has_stat = 1;
+        op->data = buffer;
+        op->data_len = len < 0 ? 0 : len; /* a null value reads as empty */
+        op->data[op->data_len] = '\0';
+        op->watch_registered = op->watch_requested;
+        return done(op, ZOK);
+    }
+}
+
+zkl_event *zkl_op_exists_now(zkl_session *s, const char *path, int watch)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_EXISTS);
+    if (!op)
+        return NULL;
+    op->watch_requested = watch != 0;
+    int rc = zoo_wexists(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
+                         &op->stat);
+    op->has_stat = rc == ZOK;
+    /* an exists watch is registered on a missing node too */
+    op->watch_registered = op->watch_requested && (rc == ZOK || rc == ZNONODE);
+    return done(op, rc);
+}
+
+zkl_event *zkl_op_children_now(zkl_session *s, const char *path, int watch)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_CHILDREN);
+    if (!op)
+        return NULL;
+    op->watch_requested = watch != 0;
+    struct String_vector children = {0, NULL};
+    int rc = zoo_wget_children2(s->zh, path, watch ? zkl_on_watch : NULL,
+                                watch ? watch_ctx(op) : NULL, &children, &op->stat);
+    if (rc == ZOK) {
+        op->has_stat = 1;
+        /* the vector's strings become the event's: no copies */
+        op->strings = children.data;
+        op->string_count = children.count;
+    }
+    op->watch_registered = op->watch_requested && rc == ZOK;
+    return done(op, rc);
+}
+
+zkl_event *zkl_op_create_now(zkl_session *s, const char *path, const char *value, int len,
+                             const struct ACL_vector *acl, int flags, int want_stat)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_CREATE);
+    if (!op)
+        return NULL;
+    int capacity = (int)strlen(path) + SEQUENCE_SUFFIX;
+    op->data = malloc((size_t)capacity + 1);
+    if (!op->data)
+        return done(op, ZSYSTEMERROR);
+    int rc = zoo_create2(s->zh, path, value ? value : "", len, acl, flags, op->data, capacity,
+                         &op->stat);
+    op->data[rc == ZOK ? capacity : 0] = '\0';
+    op->data_len = (int)strlen(op->data);
+    op->has_stat = rc == ZOK && want_stat;
+    return done(op, rc);
+}
+
+zkl_event *zkl_op_set_now(zkl_session *s, const char *path, const char *value, int len,
+                          int version)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_SET);
+    if (!op)
+        return NULL;
+    int rc = zoo_set2(s->zh, path, value ? value : "", len, version, &op->stat);
+    op->has_stat = rc == ZOK;
+    return done(op, rc);
+}
+
+zkl_event *zkl_op_delete_now(zkl_session *s, const char *path, int version)
+{
+    zkl_event *op = direct_op(s, ZKL_OP_DELETE);
+    if (!op)
+        return NULL;
+    return done(op, zoo_delete(s->zh, path, version));
+}

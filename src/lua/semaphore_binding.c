@@ -1,0 +1,188 @@
+/*
+ * semaphore_binding.c — the zklua.core semaphore userdata: a thin wrapper over
+ * src/recipes/semaphore.c.
+ *
+ *   core.semaphore(session, path, identifier, max_leases, acl) -> semaphore
+ *   sem:acquire(blocking) -> true, or nil and "held" | "busy" | "closed"
+ *   sem:release() -> true when a release started (it was held)
+ *   sem:release_in_background(): stop counting a release under way as held
+ *   sem:cancel(), sem:give_up()
+ *   sem:phase() -> "idle" | "acquiring" | "held" | "releasing" | "abandoning"
+ *   sem:outcome() -> "pending" | "got" | "busy" | "cancelled" | "gave_up" | "mismatch" |
+ *                    "failed", rc, stored max_leases text (with "mismatch")
+ *   sem:release_rc(), sem:checked(), sem:is_held(), sem:node(), sem:step(),
+ *   sem:fencing_token(), sem:id(), sem:inflight()
+ *
+ * The logic is in semaphore.c; lua/zklua/recipes/semaphore.lua waits, times out and talks to
+ * the user.  SUSPENDED changes nothing here (a holder stays held, an acquire waits).  LOST is
+ * seen by the C semaphore itself: a holder's phase turns idle and it queues a notify event
+ * (ZKL_SEM_NOTIFY_LOST, target sem:id()) that the client hands to the Lua object, which runs
+ * the on_lost callbacks; no Lua is ever called from C.  The userdata keeps its session's
+ * userdata as a user value; once the session is closed the semaphore is told to forget it.
+ * Collecting a semaphore frees it with zkl_semaphore_free(): an acquire under way is
+ * abandoned in the background.
+ */
+#include "../recipes/semaphore.h"
+#include "convert.h"
+#include "recipe_binding.h"
+#include "semaphore_binding.h"
+
+static void forget_session(void *obj) { zkl_semaphore_forget_session(obj); }
+static void free_semaphore(void *obj) { zkl_semaphore_free(obj); }
+
+static const zkl_recipe_type SEMAPHORE_TYPE = {"zklua.core.Semaphore", "semaphore",
+                                               forget_session, free_semaphore};
+
+static zkl_semaphore *check_sem(lua_State *L)
+{
+    return zkl_recipe_check(L, &SEMAPHORE_TYPE)->obj;
+}
+
+/* core.semaphore(session, path, identifier, max_leases, acl) */
+static int sem_new(lua_State *L)
+{
+    zkl_session *const *slot = zkl_recipe_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    size_t len = 0;
+    const char *data = luaL_optlstring(L, 3, "", &len);
+    if (len > 0x7fffffff)
+        return luaL_argerror(L, 3, "identifier too large");
+    lua_Integer max = luaL_checkinteger(L, 4);
+    if (max < 1 || max > 0x7fffffff)
+        return luaL_argerror(L, 4, "max_leases must be from 1 to 2147483647");
+    const struct ACL_vector *acl = NULL;
+    if (!lua_isnoneornil(L, 5))
+        acl = zkl_check_acl_list(L, 5, "acl");
+    zkl_recipe_box *box = zkl_recipe_box_new(L, &SEMAPHORE_TYPE, sizeof *box);
+    return zkl_recipe_box_set(L, &SEMAPHORE_TYPE, box,
+                              zkl_semaphore_new(*slot, path, data, (int)len, (int)max, acl),
+                              slot);
+}
+
+static int sem_acquire(lua_State *L) /* acquire(blocking) */
+{
+    return zkl_recipe_started(L, zkl_semaphore_acquire(check_sem(L), lua_toboolean(L, 2)),
+                              "held");
+}
+
+static int sem_release(lua_State *L)
+{
+    lua_pushboolean(L, zkl_semaphore_release(check_sem(L)));
+    return 1;
+}
+
+static int sem_release_in_background(lua_State *L)
+{
+    zkl_semaphore_release_in_background(check_sem(L));
+    return 0;
+}
+
+static int sem_cancel(lua_State *L)
+{
+    zkl_semaphore_cancel(check_sem(L));
+    return 0;
+}
+
+static int sem_give_up(lua_State *L)
+{
+    zkl_semaphore_give_up(check_sem(L));
+    return 0;
+}
+
+static int sem_phase(lua_State *L)
+{
+    static const char *const names[] = {"idle", "acquiring", "held", "releasing", "abandoning"};
+    lua_pushstring(L, names[zkl_semaphore_phase_of(check_sem(L))]);
+    return 1;
+}
+
+static int sem_outcome(lua_State *L)
+{
+    static const char *const names[] = {"pending", "got",      "busy",  "cancelled",
+                                        "gave_up", "mismatch", "failed"};
+    zkl_semaphore *m = check_sem(L);
+    int rc;
+    zkl_semaphore_outcome outcome = zkl_semaphore_outcome_of(m, &rc);
+    lua_pushstring(L, names[outcome]);
+    lua_pushinteger(L, rc);
+    const char *stored = zkl_semaphore_stored_max(m);
+    if (!stored)
+        return 2;
+    lua_pushstring(L, stored);
+    return 3;
+}
+
+static int sem_release_rc(lua_State *L)
+{
+    lua_pushinteger(L, zkl_semaphore_release_rc(check_sem(L)));
+    return 1;
+}
+
+static int sem_checked(lua_State *L)
+{
+    lua_pushboolean(L, zkl_semaphore_checked(check_sem(L)));
+    return 1;
+}
+
+static int sem_is_held(lua_State *L)
+{
+    lua_pushboolean(L, zkl_semaphore_is_held(check_sem(L)));
+    return 1;
+}
+
+static int sem_node(lua_State *L)
+{
+    lua_pushstring(L, zkl_semaphore_node(check_sem(L)));
+    return 1;
+}
+
+static int sem_step(lua_State *L)
+{
+    lua_pushstring(L, zkl_semaphore_step_name(check_sem(L)));
+    return 1;
+}
+
+static int sem_fencing_token(lua_State *L)
+{
+    int64_t token;
+    if (zkl_semaphore_fencing_token(check_sem(L), &token) != 0)
+        return 0;
+    lua_pushinteger(L, (lua_Integer)token);
+    return 1;
+}
+
+static int sem_id(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_semaphore_id(check_sem(L)));
+    return 1;
+}
+
+static int sem_inflight(lua_State *L)
+{
+    lua_pushinteger(L, zkl_semaphore_inflight(check_sem(L)));
+    return 1;
+}
+
+static const luaL_Reg sem_methods[] = {
+    {"acquire", sem_acquire},
+    {"release", sem_release},
+    {"release_in_background", sem_release_in_background},
+    {"cancel", sem_cancel},
+    {"give_up", sem_give_up},
+    {"phase", sem_phase},
+    {"outcome", sem_outcome},
+    {"release_rc", sem_release_rc},
+    {"checked", sem_checked},
+    {"is_held", sem_is_held},
+    {"node", sem_node},
+    {"step", sem_step},
+    {"fencing_token", sem_fencing_token},
+    {"id", sem_id},
+    {"inflight", sem_inflight},
+    {NULL, NULL},
+};
+
+void zkl_register_semaphore(lua_State *L)
+{
+    zkl_recipe_register(L, &SEMAPHORE_TYPE, sem_methods, "semaphore", sem_new);
+}
