@@ -713,6 +713,22 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A kazoo Queue (zklua.recipes.queue): put/put_all with priorities, get() -> value or nil.
+function Client:Queue(path)
+  return require("zklua.recipes.queue").Queue(self, path)
+end
+
+--- A kazoo LockingQueue: get(timeout) claims an item, consume() / release() end the claim.
+function Client:LockingQueue(path)
+  return require("zklua.recipes.queue").LockingQueue(self, path)
+end
+
+--- A kazoo PatientChildrenWatch (zklua.recipes.patient_children): start() -> a future of the
+-- children once unchanged for time_boundary seconds (default 30), and a next-change future.
+function Client:PatientChildrenWatch(path, time_boundary)
+  return require("zklua.recipes.patient_children").PatientChildrenWatch(self, path, time_boundary)
+end
+
 --- A kazoo TreeCache (zklua.recipes.tree_cache): an in-memory copy of path's subtree.
 function Client:TreeCache(path)
   return require("zklua.recipes.tree_cache").TreeCache(self, path)

@@ -40,7 +40,7 @@ end
 function Future:set(value, second)
   if self.done then return end
   self.value, self._second, self.done = value, second, true
-  run_links(self)
+  if self._links then run_links(self) end
 end
 
 --- Resolves with an error object.

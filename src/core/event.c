@@ -58,6 +58,18 @@ zkl_multi *zkl_multi_new(void)
     return calloc(1, sizeof(zkl_multi));
 }
 
+/* Create and set ops point into the acls and stats arrays: after those moved (realloc), the
+ * ops already built must point at their new places. */
+static void repoint_ops(zkl_multi *m)
+{
+    for (int i = 0; i < m->count; i++) {
+        if (m->ops[i].type == ZOO_CREATE_OP)
+            m->ops[i].create_op.acl = &m->acls[i];
+        else if (m->ops[i].type == ZOO_SETDATA_OP)
+            m->ops[i].set_op.stat = &m->stats[i];
+    }
+}
+
 static int grow_ops(zkl_multi *m)
 {
     if (m->count < m->capacity)
@@ -78,6 +90,7 @@ static int grow_ops(zkl_multi *m)
     struct ACL_vector *acls = realloc(m->acls, sizeof *acls * cap);
     if (acls)
         m->acls = acls;
+    repoint_ops(m); /* also when something else failed: acls or stats may have moved */
     if (!ops || !results || !stats || !bufs || !acls)
         return -1;
     m->capacity = cap;

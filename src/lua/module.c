@@ -23,6 +23,8 @@
 #include "barrier_binding.h"
 #include "semaphore_binding.h"
 #include "lease_binding.h"
+#include "patient_children_binding.h"
+#include "queue_binding.h"
 #include "session_binding.h"
 #include "strategy_binding.h"
 #include "tree_cache_binding.h"
@@ -177,6 +179,9 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_counter(L);
     zkl_register_party(L);
     zkl_register_barrier(L);
+    zkl_register_patient_children(L);
+    zkl_register_item_queue(L);
+    zkl_register_locking_queue(L);
     zkl_register_strategies(L);
     zkl_register_tree_cache(L);
     zkl_register_semaphore(L);

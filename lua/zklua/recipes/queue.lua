@@ -1,0 +1,378 @@
+--- zklua.recipes.queue — kazoo's Queue and LockingQueue.
+--
+--   local q = zk:Queue("/app/jobs")
+--   q:put("job-1"); q:put("urgent", 0); q:put_all({"a", "b"}, 200)
+--   local job = q:get()                 -- the value, or nil when the queue is empty
+--
+--   local lq = zk:LockingQueue("/app/work")
+--   lq:put("task")
+--   local task = lq:get(10)             -- claims an item, waiting up to 10 s (nil: none came)
+--   ... process task ...; lq:consume()  -- or lq:release() to hand it back
+--
+-- Nodes are kazoo's, so kazoo and zklua processes share a queue.  Queue: items are
+-- PERSISTENT_SEQUENTIAL children <path>/entry-<ppp>-<seq> holding the value, ppp the priority
+-- (0..999, default 100, lower first), then first in, first out.  LockingQueue: items under
+-- <path>/entries (same names), claimed by EPHEMERAL nodes <path>/taken/<entry> holding the
+-- consumer's id (a uuid4 hex); consume deletes entry and claim in one transaction.  The taking
+-- side is a C state machine (src/recipes/item_queue.c, locking_queue.c); puts are plain
+-- creates.  Values are Lua strings, binary-safe.  Waiting uses the client's handler.
+--
+-- Queue (kazoo: "does not offer reliable consumption": an item leaves the queue before it is
+-- processed):
+-- * get() never waits for items (nil when empty), only for the round trips.  It works through
+--   the sorted list of entries it read (listing again when it runs out, as kazoo), so an item
+--   put later with a lower priority comes after that list.
+-- * Delivery is AT LEAST ONCE: a get never loses an item.  When the reply to its delete was
+--   lost (connection loss, session expiry, stop) the delete is sent again, and if the entry
+--   is gone by then the value is returned anyway: our lost delete may have removed it.  So a
+--   duplicate needs two consumers on the same entry during that lost reply; otherwise every
+--   item goes to exactly one get.  A get interrupted by an error in its wait hands its item
+--   to the next get() call.
+-- * SUSPENDED: get waits for the reconnection and goes on.  LOST: the same, on the new
+--   session (the queue is persistent).  stop()/close(): a get under way raises
+--   ConnectionClosedError, unless its delete may have gone through (then it returns the value).
+--
+-- LockingQueue (reliable: an item leaves the queue only through consume()):
+-- * get(timeout) claims the first unclaimed item and returns its value (nil after timeout
+--   seconds with nothing available; nil timeout: no limit).  A held item is returned again
+--   by get() until consume() (true: deleted) or release() (true: handed back); both return
+--   false when nothing is held.  holds_lock() asks the server whether the claim is still ours.
+-- * Delivery is AT LEAST ONCE: an item whose holder loses its session (or crashes) before
+--   consume() goes to the next consumer.  A claim whose create reply was lost is adopted,
+--   never duplicated or left behind; another consumer's claim is never deleted.
+-- * SUSPENDED: a holder keeps the item (its ephemeral claim lives while the session does);
+--   get, consume and release wait for the reconnection (a waiting get's watches survive it).
+-- * LOST (session expired): the claim is gone and the item free for others: holds_lock() is
+--   false, get() claims afresh, and every on_lost(fn) runs fn(queue).  A get waiting on an
+--   empty queue starts again on the new session.  A consume under way returns true if its
+--   transaction went through, else false (the item is back in the queue).  stop() is a LOST
+--   too (on_lost runs for a holder).
+-- * The timeout of get() only ends it while nothing is available (or the connection is down):
+--   a claim under way is finished (or dropped) first.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local join = require("zklua.paths").join
+
+local recipes = {}
+
+local ENTRY_PREFIX = "entry-"
+local ZCLOSING = -116
+
+local function usable(client, fname)
+  return client:_usable_session(fname)
+end
+
+local function check_priority(fname, priority)
+  if priority == nil then return 100 end
+  if type(priority) ~= "number" or priority ~= math.floor(priority) or priority < 0 or
+     priority > 999 then
+    check.fail(fname, "priority", "priority must be an integer from 0 to 999 (got " ..
+               tostring(priority) .. ")")
+  end
+  return priority
+end
+
+local function check_item(fname, value, path, argument)
+  if type(value) ~= "string" then
+    check.fail(fname, argument, argument .. " must be a string (got " .. type(value) .. ")")
+  end
+  return check.value(fname, value, path, argument)
+end
+
+local function check_items(fname, values, path)
+  if type(values) ~= "table" then
+    check.fail(fname, "values", "values must be a list of strings (got " .. type(values) .. ")")
+  end
+  local n = #values
+  for k in pairs(values) do
+    if type(k) ~= "number" or k < 1 or k > n or k ~= math.floor(k) then
+      check.fail(fname, "values", "values must be a list of strings (a sequence)")
+    end
+  end
+  for i = 1, n do check_item(fname, values[i], path, "values[" .. i .. "]") end
+  return values
+end
+
+-- The prefix of an item's node: <dir>/entry-<ppp>- (the server appends the sequence).
+local function entry_path(dir, priority)
+  return join(dir, ENTRY_PREFIX .. string.format("%03d", priority) .. "-")
+end
+
+-- Creates the structure paths once per object (kazoo's _ensure_paths).
+local function ensure_paths(self)
+  if self._ensured then return end
+  for _, p in ipairs(self._structure) do self.client:ensure_path(p) end
+  self._ensured = true
+end
+
+local function put(self, fname, value, priority)
+  priority = check_priority(fname, priority)
+  local dir = self._entries_path
+  value = check_item(fname, value, dir, "value")
+  usable(self.client, fname)
+  ensure_paths(self)
+  return self.client:create(entry_path(dir, priority), value, { sequence = true, makepath = true })
+end
+
+local function commit_puts(self, values, priority)
+  local t = self.client:transaction()
+  local prefix = entry_path(self._entries_path, priority)
+  for _, value in ipairs(values) do t:create(prefix, value, { sequence = true }) end
+  local results = t:commit()
+  for _, result in ipairs(results) do
+    if errors.is_error(result) and not errors.is(result, errors.RolledBackError) then
+      return nil, result
+    end
+  end
+  return results
+end
+
+-- put_all: one transaction, so all the items go in or none does.
+local function put_all(self, fname, values, priority)
+  priority = check_priority(fname, priority)
+  check_items(fname, values, self._entries_path)
+  usable(self.client, fname)
+  ensure_paths(self)
+  if #values == 0 then return {} end
+  local results, err = commit_puts(self, values, priority)
+  if not results and errors.is(err, errors.NoNodeError) then -- the path went meanwhile
+    self._ensured = false
+    ensure_paths(self)
+    results, err = commit_puts(self, values, priority)
+  end
+  if not results then error(err, 0) end
+  return results
+end
+
+local function length(self)
+  usable(self.client, "len")
+  ensure_paths(self)
+  local stat = self.client:exists(self._entries_path)
+  return stat and stat.children_count or 0
+end
+
+local function raise_rc(fname, rc, path)
+  if rc == ZCLOSING then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client was stopped", path)
+  end
+  error(errors.from_code(rc, path), 0)
+end
+
+---------------------------------------------------------------- Queue
+
+local Queue = { __name = "zklua.Queue" }
+Queue.__index = Queue
+
+--- put(value, priority = 100) -> the created node's path.
+function Queue:put(value, priority)
+  return put(self, "put", value, priority)
+end
+
+--- put_all(values, priority = 100) -> the created paths: one transaction, all or nothing.
+function Queue:put_all(values, priority)
+  return put_all(self, "put_all", values, priority)
+end
+
+--- get() -> the value of the first item (taking it out of the queue), or nil when empty.
+function Queue:get()
+  local client, ud = self.client, self._queue
+  usable(client, "get")
+  ensure_paths(self)
+  local function done() return ud:phase() ~= "getting" or not client._session end
+  if ud:phase() ~= "getting" and not (self._uncollected and ud:outcome() == "got") then
+    local started, why = ud:get()
+    if not started then
+      errors.raise(errors.ConnectionClosedError, "get: cannot start (" .. why .. ")", self.path)
+    end
+  end
+  self._uncollected = true -- until its result is handed out (an interrupted wait keeps it)
+  client.handler.wait(done)
+  if ud:phase() == "getting" then
+    errors.raise(errors.ConnectionClosedError, "get: the client was closed", self.path)
+  end
+  self._uncollected = false
+  local outcome, rc = ud:outcome()
+  if outcome == "got" then return ud:value() end
+  if outcome == "empty" then return nil end
+  raise_rc("get", rc, self.path)
+end
+
+--- The number of items (the entries' count).
+function Queue:len()
+  return length(self)
+end
+
+Queue.__len = length
+
+function Queue.__tostring(self)
+  return string.format("zklua.Queue(%s)", self.path)
+end
+
+function recipes.Queue(client, path)
+  check.path("Queue", path)
+  local session = usable(client, "Queue")
+  return setmetatable({ client = client, path = path, _entries_path = path,
+                        _structure = { path }, _queue = core.item_queue(session, path) }, Queue)
+end
+
+---------------------------------------------------------------- LockingQueue
+
+local LockingQueue = { __name = "zklua.LockingQueue" }
+LockingQueue.__index = LockingQueue
+
+--- put(value, priority = 100) -> the created entry's path.
+function LockingQueue:put(value, priority)
+  return put(self, "put", value, priority)
+end
+
+--- put_all(values, priority = 100) -> the created paths: one transaction, all or nothing.
+function LockingQueue:put_all(values, priority)
+  return put_all(self, "put_all", values, priority)
+end
+
+local function wait_phase_ends(self, phase)
+  local ud, client = self._lq, self.client
+  client.handler.wait(function() return ud:phase() ~= phase or not client._session end)
+end
+
+-- A clean-up (dropping the claim of a get that gave up) is waited for while connected; once
+-- disconnected it goes on in the background (or the claim goes with the session).
+local function wait_cleanup(self)
+  local ud, client = self._lq, self.client
+  client.handler.wait(function()
+    return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
+  end)
+end
+
+-- An operation interrupted earlier (an error raised in its wait) finishes first.
+local function settle_earlier(self)
+  local phase = self._lq:phase()
+  if phase == "consuming" or phase == "releasing" then
+    wait_phase_ends(self, phase)
+  elseif phase == "abandoning" then
+    wait_cleanup(self)
+  end
+end
+
+-- Waits until the get under way is decided, or gives up at the deadline while nothing is
+-- available (or the connection is down).
+local function wait_get(self, deadline)
+  local ud, client, handler = self._lq, self.client, self.client.handler
+  local function decided() return ud:phase() ~= "getting" or not client._session end
+  while true do
+    local remaining = deadline and math.max(deadline - core.monotonic(), 0)
+    if handler.wait(decided, remaining) then return end
+    if ud:waiting() or client.state ~= "CONNECTED" then
+      ud:give_up()
+      return
+    end
+    handler.wait(function() -- a claim under way: let it finish
+      return decided() or ud:waiting() or client.state ~= "CONNECTED"
+    end)
+  end
+end
+
+--- get(timeout = nil) -> the value of a claimed item, or nil when none came within timeout.
+function LockingQueue:get(timeout)
+  timeout = check.timeout("get", timeout)
+  local client, ud = self.client, self._lq
+  usable(client, "get")
+  ensure_paths(self)
+  settle_earlier(self)
+  if ud:phase() == "holding" then return ud:value() end
+  local deadline = timeout and core.monotonic() + timeout
+  if ud:phase() ~= "getting" then
+    local started, why = ud:get()
+    if not started then
+      errors.raise(errors.ConnectionClosedError, "get: cannot start (" .. why .. ")", self.path)
+    end
+  end
+  wait_get(self, deadline) -- if interrupted, the get goes on: the next get() picks it up
+  local phase = ud:phase()
+  if phase == "holding" then return ud:value() end
+  if phase == "abandoning" then wait_cleanup(self) end
+  local outcome, rc = ud:outcome()
+  if outcome == "gave_up" then return nil end
+  if outcome == "failed" then raise_rc("get", rc, self.path) end
+  errors.raise(errors.ConnectionClosedError, "get: the client was closed", self.path)
+end
+
+-- Runs consume or release on the held item; returns the outcome.
+local function finish_held(self, fname, busy)
+  local client, ud = self.client, self._lq
+  usable(client, fname)
+  settle_earlier(self)
+  if ud:phase() ~= "holding" then return "not_held" end
+  local started, why = ud[fname](ud)
+  if not started then
+    errors.raise(errors.ConnectionClosedError, fname .. ": cannot start (" .. why .. ")",
+                 self.path)
+  end
+  wait_phase_ends(self, busy)
+  if ud:phase() == busy then
+    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
+  end
+  local outcome, rc = ud:outcome()
+  if outcome == "failed" then raise_rc(fname, rc, self.path) end
+  return outcome
+end
+
+--- consume() -> true once the held item is deleted from the queue; false when nothing is
+-- held (or its claim was lost, so the item is back in the queue).
+function LockingQueue:consume()
+  return finish_held(self, "consume", "consuming") == "consumed"
+end
+
+--- release() -> true once the held item's claim is deleted (the item stays in the queue);
+-- false when nothing is held.
+function LockingQueue:release()
+  local outcome = finish_held(self, "release", "releasing")
+  return outcome == "released"
+end
+
+--- holds_lock() -> whether the server still has our claim of the held item (kazoo: a sync,
+-- then the claim's data compared with our id).
+function LockingQueue:holds_lock()
+  local ud, client = self._lq, self.client
+  if ud:phase() ~= "holding" then return false end
+  local claim = join(self._taken_path, ud:entry())
+  client:sync(claim)
+  local ok, data = pcall(client.get, client, claim)
+  if not ok then
+    if errors.is(data, errors.NoNodeError) then return false end
+    error(data, 0)
+  end
+  return data == self.id
+end
+
+--- The number of items, claimed ones included (as kazoo).
+function LockingQueue:len()
+  return length(self)
+end
+
+LockingQueue.__len = length
+
+function LockingQueue.__tostring(self)
+  return string.format("zklua.LockingQueue(%s, %s)", self.path, self._lq:phase())
+end
+
+-- on_lost(fn): fn(queue) runs when the claim of a held item was lost with the session.
+require("zklua.recipes.lost").install(LockingQueue, "locking queue")
+
+function recipes.LockingQueue(client, path)
+  check.path("LockingQueue", path)
+  local session = usable(client, "LockingQueue")
+  local ud = core.locking_queue(session, path, client._default_acl)
+  local entries, taken = join(path, "entries"), join(path, "taken")
+  local self = setmetatable({ client = client, path = path, id = ud:owner_id(),
+                              _entries_path = entries, _taken_path = taken,
+                              _structure = { taken, entries }, _lq = ud,
+                              _lost_callbacks = {} }, LockingQueue)
+  client:_add_notify_target(ud:id(), self)
+  return self
+end
+
+recipes.classes = { Queue = Queue, LockingQueue = LockingQueue }
+
+return recipes
