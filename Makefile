@@ -22,7 +22,7 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua
 
-.PHONY: all clean test demo bench deps lint asan asan-quick valgrind soak
+.PHONY: all clean test demo bench deps lint asan asan-quick valgrind soak docs
 
 all: build/zklua/core.so zklua
 
@@ -67,6 +67,10 @@ asan: deps all build/asan/zklua
 
 asan-quick: all build/asan/zklua
 	$(SAN_ENV) scripts/run-specs $(SAN_QUICK)
+
+# The API reference (LDoc, config.ld) in docs/api/, from the Lua modules' doc comments.
+docs: deps
+	ldoc -q .
 
 # One million ops and watch events through one client: its RSS must stay flat.
 soak: deps all

@@ -212,6 +212,9 @@ for _, line in ipairs(dofile("bench/strategies_bench.lua")(math.max(ROUNDS, 5)))
 end
 for _, row in ipairs(tree_rows) do lines[#lines + 1] = row end
 for _, row in ipairs(partitioner_lines) do lines[#lines + 1] = row end
+-- PartitionAllocator handover (its own throwaway server): bench/allocator_bench.lua's rows
+lines[#lines + 1] = ""
+for _, line in ipairs(dofile("bench/allocator_bench.lua")()) do lines[#lines + 1] = line end
 local table_text = table.concat(lines, "\n")
 print(table_text)
 
@@ -227,13 +230,14 @@ if doc then
     "holder's acquire() returning, with 10 waiting processes. Partition strategies ",
     "(bench/strategies_bench.lua, no server): the median time of one allocation, Lua tables ",
     "in and out included, and the items moved when an 11th member joins 10 sharing 1000 ",
-    "items (ideal 1000/11).\n",
-    "holder's acquire() returning, with 10 waiting processes; for the TreeCache, the time ",
-    "from start() to INITIALIZED on a tree of ", TREE_NODES, " nodes (32-byte values) and the ",
-    "client's RSS (after a full garbage collection).\n",
-    "For the SetPartitioner, 10 member processes split 1000 items; each event is timed ",
-    "from the leave, the kill or the join to the moment every live member holds its new ",
-    "share (median of ", ROUNDS, " leaves and crashes, ", 2 * ROUNDS, " joins).\n",
+    "items (ideal 1000/11). TreeCache: the time from start() to INITIALIZED on a tree of ",
+    TREE_NODES, " nodes (32-byte values) and the client's RSS (after a full garbage ",
+    "collection). PartitionAllocator (bench/allocator_bench.lua, its own server): ",
+    "10 members, each its own session, sharing 1000 items; the time from a start, a join, a ",
+    "clean leave and a closed session until every member owns exactly its new share.\n",
+    "SetPartitioner: 10 member processes split 1000 items; each event is timed from the ",
+    "leave, the kill or the join to the moment every live member holds its new share ",
+    "(median of ", ROUNDS, " leaves and crashes, ", 2 * ROUNDS, " joins).\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",

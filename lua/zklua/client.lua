@@ -750,6 +750,12 @@ function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow)
                                                               identifier, utcnow)
 end
 
+--- A PartitionAllocator (zklua.recipes.allocator): divides a shared set of items among the
+-- live members of a group, never two owners at once; opts = {path, identifier, strategy, ...}.
+function Client:PartitionAllocator(opts)
+  return require("zklua.recipes.allocator").PartitionAllocator(self, opts)
+end
+
 --- A kazoo SetPartitioner (zklua.recipes.partitioner): zk:SetPartitioner{path = , set = ,
 -- partition_func, identifier, time_boundary = 30, max_reaction_time = 1, state_change_event,
 -- conflict_timeout}, or kazoo's positional arguments.

@@ -25,6 +25,7 @@
 #include "lease_binding.h"
 #include "patient_children_binding.h"
 #include "queue_binding.h"
+#include "allocator_binding.h"
 #include "session_binding.h"
 #include "strategy_binding.h"
 #include "tree_cache_binding.h"
@@ -182,6 +183,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_patient_children(L);
     zkl_register_item_queue(L);
     zkl_register_locking_queue(L);
+    zkl_register_allocator(L);
     zkl_register_strategies(L);
     zkl_register_tree_cache(L);
     zkl_register_semaphore(L);

@@ -128,8 +128,7 @@ function DoubleBarrier:leave(timeout)
   return run(self, "leave", "leave", timeout)
 end
 
---- fn(barrier) runs when the session expired (or stopped) while entered.
--- on_lost(fn): fn(barrier) runs when the session expired while entered.
+-- on_lost(fn): fn(barrier) runs when the session expired (or stopped) while entered.
 require("zklua.recipes.lost").install(DoubleBarrier, "barrier")
 
 function DoubleBarrier.__tostring(self)
