@@ -238,7 +238,13 @@ function Client:start(timeout)
     -- the server answers requests in order: once this one is back, so is the auth
     local probe = self:exists_async("/")
     probe:wait(math.max(deadline - core.monotonic(), 0))
-    connected = probe:ready()
+    connected = probe:successful()
+    if probe:ready() and not connected then
+      -- a refused auth closes the connection: the probe fails first, AUTH_FAILED follows
+      local client = self
+      self.handler.wait(function() return client.client_state == "AUTH_FAILED" end,
+                        math.max(deadline - core.monotonic(), 0))
+    end
   end
   if self.client_state == "AUTH_FAILED" then
     self:stop()
