@@ -87,7 +87,7 @@ valgrind: deps all
 	scripts/run-specs spec/valgrind_spec.lua
 
 demo: deps all
-	./zklua examples/demo.lua
+	./zklua examples/partition_demo.lua
 
 bench: deps all
 	./zklua bench/run.lua

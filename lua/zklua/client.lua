@@ -762,6 +762,13 @@ function Client:PartitionAllocator(opts)
   return require("zklua.recipes.allocator").PartitionAllocator(self, opts)
 end
 
+--- A kazoo SetPartitioner (zklua.recipes.partitioner): zk:SetPartitioner{path = , set = ,
+-- partition_func, identifier, time_boundary = 30, max_reaction_time = 1, state_change_event,
+-- conflict_timeout}, or kazoo's positional arguments.
+function Client:SetPartitioner(...)
+  return require("zklua.recipes.partitioner").SetPartitioner(self, ...)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

@@ -29,6 +29,7 @@
 #include "session_binding.h"
 #include "strategy_binding.h"
 #include "tree_cache_binding.h"
+#include "set_partitioner_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -187,6 +188,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_tree_cache(L);
     zkl_register_semaphore(L);
     zkl_register_lease(L);
+    zkl_register_set_partitioner(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);
