@@ -1,6 +1,7 @@
 -- Basic node operations against a real server: create, ensure_path, exists, get,
 -- get_children, set, delete, sync, the stat's fields under both names, and chroots.
 local zklua = require "zklua"
+local core = require "zklua.core"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
 local errors = zklua.errors
@@ -237,6 +238,33 @@ describe("crud", function()
       helpers.eventually(function() return #events == 2 end)
       assert.are.equal("CHANGED", events[1].type)
       assert.are.equal("CHANGED", events[2].type)
+    end)
+
+    it("see a watch event before the data that changed (ZooKeeper's ordering promise)", function()
+      zk:create(ROOT .. "/ord", "1")
+      -- the writer is a bare core session, not a client: zk stays the blocking handler's only
+      -- client, whose sync calls may take the direct path
+      local writer = core.session(server.hosts, 10000, false)
+      writer:start()
+      local function run(id)
+        local deadline = core.monotonic() + 10
+        repeat
+          writer:wait(0.05)
+          local kind, got, rc = writer:next()
+          if kind == "op" and got == id then return rc end
+        until core.monotonic() > deadline
+        error("the writer's op did not complete")
+      end
+      for round = 1, 20 do
+        local fired = false
+        zk:get(ROOT .. "/ord", function() fired = true end)
+        assert.are.equal(0, run(writer:set(ROOT .. "/ord", tostring(round + 1), -1)))
+        local data = zk:get(ROOT .. "/ord")
+        assert.are.equal(tostring(round + 1), data)
+        assert.is_true(fired, "round " .. round .. ": the watch ran before get returned")
+      end
+      writer:stop()
+      writer:close()
     end)
 
     it("resolve an async op submitted before them first", function()

@@ -37,6 +37,7 @@ local function at_safe_point(source)
   return source == BLOCKING
 end
 
+--- Calls fn(...) like pcall, stopping it with bounded.TIMEOUT once limit seconds passed.
 function bounded.call(limit, fn, ...)
   if limit == nil or limit == math.huge then return pcall(fn, ...) end
   local deadline = core.monotonic() + limit

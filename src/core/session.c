@@ -140,6 +140,7 @@ static void close_handle(zkl_session *s, int rc)
     zkl_queue_fail_pending(&s->queue, rc);
     atomic_store(&s->closing_rc, ZCLOSING);
     drop_all_routed_watches(s);
+    s->watches_out = 0; /* they died with the handle */
 }
 
 /* libzookeeper sends the close request (which ends the session on the server at once, its
@@ -361,6 +362,16 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
     return 0;
 }
 
+static void count_watches(zkl_session *s, const zkl_event *ev)
+{
+    if (ev->generation != s->generation)
+        return; /* from a closed handle: its watches died with it */
+    if (ev->kind == ZKL_EV_OP && ev->watch_registered)
+        s->watches_out++;
+    else if (ev->kind == ZKL_EV_WATCH && s->watches_out > 0)
+        s->watches_out--;
+}
+
 zkl_event *zkl_session_next(zkl_session *s)
 {
     if (s->held) {
@@ -374,6 +385,7 @@ zkl_event *zkl_session_next(zkl_session *s)
         if (!ev)
             return NULL;
         zkl_event *out = NULL;
+        count_watches(s, ev);
         if (!consume_internally(s, ev, &out))
             return ev;
         zkl_event_free(ev);
