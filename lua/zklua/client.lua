@@ -218,6 +218,7 @@ end
 function Client:start(timeout)
   timeout = check.timeout("start", timeout) or 15
   if not self._session then errors.raise(errors.ConnectionClosedError, "client is closed") end
+  self:_check_wait()
   if self._stopped then
     local ok, why = self._session:start()
     if not ok then
@@ -257,15 +258,16 @@ function Client:stop()
   self._session:stop()
   self:dispatch(0)
   self._watchers = {}
+  if self.handler.poke then self.handler.poke() end -- wake the coroutines that waited
 end
 
 --- Stops, then frees the client's resources; it cannot be started again.
 function Client:close()
   if not self._session then return end
   self:stop()
+  self.handler.detach(self) -- before the fd closes: a host loop may be polling it
   self._session:close()
   self._session = nil
-  self.handler.detach(self)
 end
 
 --- Restarts: stop() then start().
@@ -357,7 +359,15 @@ function Client:_call(session, now, submit, path, watch, ...)
       return r1, r2
     end
   end
+  self:_check_wait()
   return self:_sync(session, submit(session, ...), path, watch)
+end
+
+--- Raises WouldBlockError when the client's handler (a coroutine handler) cannot wait where
+-- this code runs: a blocking call checks it before it sends anything.
+function Client:_check_wait()
+  local check_wait = self.handler.check_wait
+  if check_wait then check_wait() end
 end
 
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
@@ -424,6 +434,7 @@ end
 
 function Client:create(path, value, opts)
   if opts ~= nil and (type(opts) ~= "table" or opts.makepath) then
+    self:_check_wait()
     return self:_result(self:create_async(path, value, opts))
   end
   opts = check.options("create", opts, CREATE_OPTIONS)
@@ -459,6 +470,7 @@ function Client:ensure_path_async(path, acl)
 end
 
 function Client:ensure_path(path, acl)
+  self:_check_wait()
   return self:_result(self:ensure_path_async(path, acl))
 end
 
@@ -579,6 +591,7 @@ function Client:delete(path, version, recursive)
     check.fail("delete", "version", "a recursive delete cannot check a version")
   end
   self:_usable_session("delete")
+  self:_check_wait()
   self:_delete_tree(path)
   return true
 end
@@ -609,6 +622,7 @@ function Client:set_acls_async(path, acls, version)
 end
 
 function Client:set_acls(path, acls, version)
+  self:_check_wait()
   return self:_result(self:set_acls_async(path, acls, version))
 end
 
@@ -636,6 +650,7 @@ function Client:add_auth_async(scheme, credential)
 end
 
 function Client:add_auth(scheme, credential)
+  self:_check_wait()
   return self:_result(self:add_auth_async(scheme, credential))
 end
 

@@ -315,7 +315,7 @@ function testing.expire_session(zk, timeout)
   local deadline = core.monotonic() + timeout
   while not lost and core.monotonic() < deadline do
     take_over_and_close(zk.hosts, zk:session_timeout(), id, passwd, 2)
-    blocking.wait(function() return lost end, 0.5)
+    zk.handler.wait(function() return lost end, 0.5) -- a coroutine handler yields here
   end
   if not lost then
     zk:remove_listener(on_state)

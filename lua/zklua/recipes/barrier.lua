@@ -43,6 +43,7 @@ end
 local function run(self, fname, op, timeout)
   local ud, client = self._barrier, self.client
   usable(client, fname)
+  client:_check_wait()
   if ud:busy() then -- a clean-up of an earlier attempt
     client.handler.wait(function() return not ud:busy() or not client._session end, timeout)
   end

@@ -41,6 +41,7 @@ end
 -- Runs one read or add in C and waits for it; returns pre, post.
 local function run(self, fname, add, delta)
   usable(self.client, fname)
+  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the add
   local ud, client = self._counter, self.client
   if ud:phase() == "busy" then -- an earlier call interrupted in its wait: let it finish
     client.handler.wait(function() return ud:phase() ~= "busy" or not client._session end)

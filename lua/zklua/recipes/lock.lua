@@ -119,6 +119,7 @@ function Lock:acquire(blocking, timeout, ephemeral)
   timeout = check.timeout("acquire", timeout)
   ephemeral = flag("acquire", ephemeral, "ephemeral", true)
   usable(self.client, "acquire")
+  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the node
   local ud = self._lock
   local phase = ud:phase()
   if phase == "held" or phase == "releasing" then

@@ -63,6 +63,7 @@ end
 --- join(): the member node exists once it returns.
 function Party:join()
   usable(self.client, "join")
+  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "leaving" then wait_phase(self, "join", "leaving") end
   if ud:phase() == "joining" then wait_phase(self, "join", "joining") end -- an interrupted join
@@ -81,6 +82,7 @@ end
 --- leave() -> true if the node was deleted, false if there was none.
 function Party:leave()
   usable(self.client, "leave")
+  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "joining" then wait_phase(self, "leave", "joining") end
   if ud:phase() == "leaving" then wait_phase(self, "leave", "leaving") end -- an interrupted leave
