@@ -42,8 +42,10 @@ local DEFAULT_RECHECK = 0.1
 --   new_signal()          an object with :wait(timeout) (nil: no limit; returns when signalled
 --                         or timed out) and :signal() (wakes its waiter; kept if none waits yet)
 --   spawn(fn)             runs fn() in a new coroutine the host schedules
---   poll(fds, wake, timeout)  suspends the running coroutine until one of fds (the clients'
---                         event fds) is readable, wake (a signal) is signalled, or timeout s pass
+--   poll(fds, wake, timeout, waiting)  suspends the running coroutine until one of fds (the
+--                         clients' event fds) is readable, wake (a signal) is signalled, or
+--                         timeout s pass; waiting: whether a coroutine waits now
+--   alive()               optional: false once the host is shutting down (the poller ends)
 --   forget(fd)            optional: fd is about to be closed, stop polling it
 --   recheck               optional, seconds between the poller's rounds without events
 function handlers.new(host)
@@ -64,6 +66,7 @@ function handlers.new(host)
 
   -- Whether the poller has work: a started client, or a coroutine waiting.
   local function busy()
+    if host.alive and not host.alive() then return false end
     if next(waiters) then return true end
     for client in pairs(clients) do
       if active(client) then return true end
@@ -109,7 +112,7 @@ function handlers.new(host)
       dispatch_all()
       if poller ~= me then break end -- a callback waited: a new poller took over
       wake_ready()
-      local ok, err = pcall(host.poll, fds(), wake, recheck)
+      local ok, err = pcall(host.poll, fds(), wake, recheck, next(waiters) ~= nil)
       if not ok then
         log("polling", err)
         break
