@@ -1,9 +1,11 @@
 # zklua — see README.md.  `make` builds the C core, the Lua 5.4 module (build/zklua/core.so)
-# and the ./zklua runner; `make test` installs what is missing and runs the spec suite.
+# and the ./zklua runner; `make luajit` the LuaJIT module (build/luajit/zklua/core.so) from the
+# same sources; `make test` installs what is missing and runs the spec suite under both.
 
 CC       ?= cc
 LUA_INC  ?= /usr/include/lua5.4
 LUA_LIB  ?= -llua5.4
+LUAJIT_INC ?= /usr/include/luajit-2.1
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
 LDLIBS   += -lzookeeper_mt -lpthread
@@ -13,9 +15,10 @@ CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
+LUAJIT_OBJ := $(LUA_SRC:src/%.c=build/luajit/obj/%.o)
 HEADERS  := $(wildcard src/*/*.h)
 
-.PHONY: all clean test demo bench deps lint
+.PHONY: all luajit clean test test-lua54 test-luajit demo bench deps lint
 
 all: build/zklua/core.so zklua
 
@@ -30,6 +33,18 @@ build/zklua/core.so: $(LUA_OBJ) build/libzklua_core.a
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(LUA_OBJ) build/libzklua_core.a $(LDLIBS)
 
+# The LuaJIT (Lua 5.1 ABI) module: only the binding differs; it links no Lua library, the
+# host (luajit, nginx) provides the API.
+luajit: build/luajit/zklua/core.so
+
+build/luajit/obj/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(LUAJIT_INC) -c $< -o $@
+
+build/luajit/zklua/core.so: $(LUAJIT_OBJ) build/libzklua_core.a
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LUAJIT_OBJ) build/libzklua_core.a $(LDLIBS)
+
 zklua: build/obj/cli/main.o $(LUA_OBJ) build/libzklua_core.a
 	$(CC) -o $@ $^ $(LUA_LIB) $(LDLIBS) -lm -ldl -Wl,-E
 
@@ -37,11 +52,19 @@ zklua: build/obj/cli/main.o $(LUA_OBJ) build/libzklua_core.a
 deps:
 	@scripts/ensure-deps
 
-test: deps all lint
+# The suite under Lua 5.4, then under LuaJIT.
+test: deps all luajit lint
+	scripts/run-specs
+	scripts/run-specs --lua=luajit
+
+test-lua54: deps all
 	scripts/run-specs
 
+test-luajit: deps all luajit
+	scripts/run-specs --lua=luajit
+
 demo: deps all
-	./zklua examples/demo.lua
+	./zklua --sandbox examples/demo.lua
 
 bench: deps all
 	./zklua bench/run.lua

@@ -11,8 +11,29 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local compat = require "zklua.compat"
 
 local helpers = {}
+
+--- Whether the suite runs under LuaJIT (scripts/run-specs --lua=luajit).
+helpers.LUAJIT = compat.luajit
+
+--- Lua 5.4's math.type(x) == "integer"; under LuaJIT, an integral number.
+helpers.is_integer = compat.is_integer
+
+--- The argv that runs a Lua script (relative to the checkout) as a child process on the
+--- suite's own interpreter: ./zklua (Lua 5.4), or luajit with the checkout's module paths.
+function helpers.lua_argv(script, ...)
+  local argv
+  if helpers.LUAJIT then
+    argv = { "luajit", "-e", "package.path = 'lua/?.lua;lua/?/init.lua;' .. package.path; " ..
+             "package.cpath = 'build/luajit/?.so;' .. package.cpath", script }
+  else
+    argv = { "./zklua", script }
+  end
+  for i = 1, select("#", ...) do argv[#argv + 1] = select(i, ...) end
+  return argv
+end
 
 --- Debian's python3, which has python3-kazoo (for the kazoo child processes).
 helpers.PYTHON = "/usr/bin/python3"

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include "log.h"
 #include "queue.h"
 #include "session.h"
 #include "watch_routes.h"
@@ -44,6 +45,7 @@ struct zkl_session {
     uint64_t next_op_id;
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
+    zkl_log_sink log;         /* libzookeeper's lines for this session's handles */
 
     zkl_auth *auths;
     int auth_count;
