@@ -7,7 +7,8 @@
  *   zklua -v | -h             version | usage
  *
  * zklua.core is linked in and preloaded; the Lua half is found next to the executable
- * (a checkout: ./lua) or where it was installed (ZKLUA_LUADIR at build time).  An error prints
+ * (a checkout: ./lua; a tree: ../share/lua/5.4), where it was installed (ZKLUA_LUADIR at
+ * build time), or through LUA_PATH.  An error prints
  * a readable message and exits 1.  SIGINT and SIGTERM raise an error in the script at its next
  * instruction (a wait in progress returns at once) and keep raising it, so a pcall cannot
  * swallow the stop; sessions are closed by lua_close() on the way out and their ephemeral
@@ -107,8 +108,21 @@ static void add_lua_dir(lua_State *L, const char *dir)
     lua_pop(L, 2);
 }
 
-/* The checkout layout: <dir of the executable>/lua/zklua/init.lua */
-static void add_checkout_lua_dir(lua_State *L)
+/* Adds <exe dir>/<relative> when it holds zklua/init.lua; returns whether it did. */
+static int add_lua_dir_if_there(lua_State *L, const char *exe_dir, const char *relative)
+{
+    char probe[PATH_MAX + 64];
+    snprintf(probe, sizeof probe, "%s/%s/zklua/init.lua", exe_dir, relative);
+    if (access(probe, R_OK) != 0)
+        return 0;
+    snprintf(probe, sizeof probe, "%s/%s", exe_dir, relative);
+    add_lua_dir(L, probe);
+    return 1;
+}
+
+/* The Lua half next to the executable: a checkout (<dir>/lua/zklua/init.lua), or a tree that
+ * `make install` or luarocks filled (<dir>/../share/lua/5.4/zklua/init.lua). */
+static void add_lua_dir_near_executable(lua_State *L)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -119,12 +133,8 @@ static void add_checkout_lua_dir(lua_State *L)
     if (!slash)
         return;
     *slash = '\0';
-    char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s/lua/zklua/init.lua", exe);
-    if (access(probe, R_OK) == 0) {
-        snprintf(probe, sizeof probe, "%s/lua", exe);
-        add_lua_dir(L, probe);
-    }
+    if (!add_lua_dir_if_there(L, exe, "lua"))
+        add_lua_dir_if_there(L, exe, "../share/lua/" LUA_VERSION_MAJOR "." LUA_VERSION_MINOR);
 }
 
 static void preload_core(lua_State *L)
@@ -186,7 +196,7 @@ static lua_State *new_state(void)
     luaL_openlibs(L);
     if (ZKLUA_LUADIR[0])
         add_lua_dir(L, ZKLUA_LUADIR);
-    add_checkout_lua_dir(L);
+    add_lua_dir_near_executable(L);
     preload_core(L);
     return L;
 }
