@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include "log.h"
 #include "queue.h"
 #include "session.h"
 #include "watch_routes.h"
@@ -45,6 +46,7 @@ struct zkl_session {
     uint64_t next_target;     /* the last notify target handed out (0: none yet) */
     zkl_queue queue;
     zkl_event *held;          /* popped by zkl_session_await() for another op: next out */
+    zkl_log_sink log;         /* libzookeeper's lines for this session's handles */
 
     zkl_auth *auths;
     int auth_count;
