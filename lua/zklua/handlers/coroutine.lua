@@ -20,6 +20,9 @@
 -- * A blocking call made where the host cannot resume the caller (cqueues: outside a coroutine
 --   of its controller; ngx: init_worker, log, header/body filters) raises WouldBlockError; the
 --   client's plain sync ops raise it before anything is sent.  Nothing ever hangs silently.
+-- * When the host shuts down (host.alive() turns false: an nginx worker exits) the poller
+--   stops every attached client and wakes every waiter; a wait whose condition does not hold
+--   then raises ConnectionClosedError, so no coroutine keeps the host from exiting.
 -- * Waiting never changes what a connection loss or an expiry does: SUSPENDED lets waits go on
 --   (ops fail with ConnectionLoss as under the blocking handler), LOST fails them with
 --   SessionExpiredError, zk:stop() fails every op in flight with ConnectionClosedError and wakes
@@ -64,9 +67,13 @@ function handlers.new(host)
     return client._session ~= nil and not client._stopped
   end
 
+  local function alive()
+    return host.alive == nil or host.alive()
+  end
+
   -- Whether the poller has work: a started client, or a coroutine waiting.
   local function busy()
-    if host.alive and not host.alive() then return false end
+    if not alive() then return false end
     if next(waiters) then return true end
     for client in pairs(clients) do
       if active(client) then return true end
@@ -103,6 +110,20 @@ function handlers.new(host)
     return list
   end
 
+  -- The host shuts down (an nginx worker exits): stop every client, so that the ops and
+  -- recipes under way fail with ConnectionClosedError, and wake every waiter (a wait that is
+  -- not done then raises ConnectionClosedError), so that no coroutine holds the host up.
+  local function shut_down()
+    for client in pairs(clients) do
+      local ok, err = pcall(client.stop, client)
+      if not ok then log("stopping a client at shutdown", err) end
+    end
+    for waiter in pairs(waiters) do
+      waiter.woken = true
+      waiter.signal:signal()
+    end
+  end
+
   local spawn_poller
 
   local function poll_loop()
@@ -118,7 +139,10 @@ function handlers.new(host)
         break
       end
     end
-    if poller == me then poller = nil end
+    if poller == me then
+      poller = nil
+      if not alive() then shut_down() end
+    end
   end
 
   spawn_poller = function()
@@ -176,6 +200,9 @@ function handlers.new(host)
       waiter.signal:wait(remaining)
       waiter.woken = false
       if done() then return true end
+      if not alive() then
+        errors.raise(errors.ConnectionClosedError, "the " .. host.name .. " host is shutting down")
+      end
     end
   end
 
@@ -184,6 +211,9 @@ function handlers.new(host)
   function handler.wait(done, timeout)
     if done() then return true end
     handler.check_wait()
+    if not alive() then
+      errors.raise(errors.ConnectionClosedError, "the " .. host.name .. " host is shutting down")
+    end
     if timeout and timeout <= 0 then
       dispatch_all()
       return done() and true or false
