@@ -1,6 +1,7 @@
 --- bench/run.lua — `make bench`: raw C, zklua and kazoo doing the same work against one
--- throwaway server, in one run, reported side by side with zklua's ratios.  Two tables:
--- client operations (C, zklua, kazoo) and the Lock recipe (zklua, kazoo).
+-- throwaway server, in one run, reported side by side with zklua's ratios.  Tables: client
+-- operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo) and the partition strategies
+-- (bench/strategies_bench.lua, no server).
 --
 -- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
 -- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
@@ -122,6 +123,11 @@ local z50, k50 = median(z.p50), median(k.p50)
 lines[#lines + 1] = string.format("| hand-off p50 ms (10 waiters) | %.2f | %.2f | %.2f |", z50, k50, z50 / k50)
 local z99, k99 = median(z.p99), median(k.p99)
 lines[#lines + 1] = string.format("| hand-off p99 ms (10 waiters) | %.2f | %.2f | %.2f |", z99, k99, z99 / k99)
+-- partition strategies (no server): bench/strategies_bench.lua's rows
+lines[#lines + 1] = ""
+for _, line in ipairs(dofile("bench/strategies_bench.lua")(math.max(ROUNDS, 5))) do
+  lines[#lines + 1] = line
+end
 local table_text = table.concat(lines, "\n")
 print(table_text)
 
@@ -134,7 +140,10 @@ if doc then
     "Work per round: ", COUNTS[1], " pipelined async gets, ", COUNTS[2], " sync gets, ",
     COUNTS[3], " sync creates (64-byte and 16-byte values); for the Lock, uncontended ",
     "acquire+release cycles and the hand-off latency from one holder's release() to the next ",
-    "holder's acquire() returning, with 10 waiting processes.\n",
+    "holder's acquire() returning, with 10 waiting processes. Partition strategies ",
+    "(bench/strategies_bench.lua, no server): the median time of one allocation, Lua tables ",
+    "in and out included, and the items moved when an 11th member joins 10 sharing 1000 ",
+    "items (ideal 1000/11).\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",

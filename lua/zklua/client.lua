@@ -759,6 +759,12 @@ function Client:DoubleBarrier(path, num_clients, identifier)
   return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
 end
 
+--- A PartitionAllocator (zklua.recipes.allocator): divides a shared set of items among the
+-- live members of a group, never two owners at once; opts = {path, identifier, strategy, ...}.
+function Client:PartitionAllocator(opts)
+  return require("zklua.recipes.allocator").PartitionAllocator(self, opts)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

@@ -21,7 +21,9 @@
 #include "counter_binding.h"
 #include "party_binding.h"
 #include "barrier_binding.h"
+#include "allocator_binding.h"
 #include "session_binding.h"
+#include "strategy_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -175,6 +177,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_counter(L);
     zkl_register_party(L);
     zkl_register_barrier(L);
+    zkl_register_allocator(L);
+    zkl_register_strategies(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);
