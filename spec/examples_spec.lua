@@ -30,4 +30,11 @@ describe("examples", function()
     assert.matches("worker-1   session LOST", out, 1, true)
     assert.matches("done", out, 1, true)
   end)
+
+  it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
+    local ok, out = run_example("cqueues.lua", server.hosts)
+    assert.is_true(ok, out)
+    for i = 1, 3 do assert.matches("counted\t" .. i, out, 1, true) end
+    assert.matches("final\t3", out, 1, true)
+  end)
 end)
