@@ -165,6 +165,19 @@ describe("the cqueues handler", function()
     raises(errors.WouldBlockError, zk.ensure_path, zk, root .. "/made")
     local f = zk:get_async(root)
     raises(errors.WouldBlockError, f.get, f)
+    -- a call that does not wait works anywhere: get_nowait runs the events there are
+    local core = require "zklua.core"
+    local deadline, value = core.monotonic() + 20, nil
+    while value == nil and core.monotonic() < deadline do
+      local ok, got = pcall(f.get_nowait, f)
+      if ok then
+        value = got
+      else
+        assert.is_true(errors.is(got, errors.TimeoutError), tostring(got))
+        core.sleep(0.01)
+      end
+    end
+    assert.are.equal("", value)
     raises(errors.WouldBlockError, handler.sleep, 0.01)
     local lock = zk:Lock(root .. "/lock")
     raises(errors.WouldBlockError, lock.acquire, lock)

@@ -210,13 +210,13 @@ function handlers.new(host)
   -- (done()'s last answer); nil timeout: no limit.
   function handler.wait(done, timeout)
     if done() then return true end
+    if timeout and timeout <= 0 then -- no wait (get_nowait): runs the events there are
+      dispatch_all()
+      return done() and true or false
+    end
     handler.check_wait()
     if not alive() then
       errors.raise(errors.ConnectionClosedError, "the " .. host.name .. " host is shutting down")
-    end
-    if timeout and timeout <= 0 then
-      dispatch_all()
-      return done() and true or false
     end
     if poller ~= nil and poller == coroutine.running() then
       poller = nil -- a callback run by the poller waits: polling goes on in a new coroutine
