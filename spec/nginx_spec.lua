@@ -201,15 +201,18 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
     nginx:wait_serving("/status")
     local answered = {} -- pid -> how many of its answers came in
 
+    local last_round = "no round yet" -- what the last snapshot() saw, for failure messages
+
     -- Asks /status until every live worker answered (new connections: reuseport spreads them);
-    -- returns pid -> its latest status, for the live workers.
+    -- returns pid -> its latest status, and the live pids; nil when some live worker did not
+    -- answer 400 requests (it may just have been started by the master, or be dying).
     local function snapshot()
-      local latest, seen = {}, 0
+      local latest, seen, failed, why = {}, 0, 0, nil
       local live = nginx:workers()
       local wanted = {}
       for _, pid in ipairs(live) do wanted[pid] = true end
-      for _ = 1, 2000 do
-        local body = get(nginx.port, "/status")
+      for _ = 1, 400 do
+        local body, err = get(nginx.port, "/status")
         if body then
           local status = parse_status(body)
           answered[status.pid] = (answered[status.pid] or 0) + 1
@@ -218,9 +221,17 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
             latest[status.pid] = status
           end
           if seen == #live then return latest, live end
+        else
+          failed, why = failed + 1, err
         end
       end
-      error("not every worker answered 2000 requests: " .. #live .. " live, " .. seen .. " seen")
+      local parts = {}
+      for _, pid in ipairs(live) do
+        parts[#parts + 1] = pid .. (latest[pid] and (" " .. latest[pid].state) or " silent")
+      end
+      last_round = string.format("live workers %s; %d requests failed (%s)",
+                                 table.concat(parts, ", "), failed, tostring(why))
+      return nil
     end
 
     -- Whether the statuses show one leader and a disjoint full cover of ITEMS, all at one
@@ -250,12 +261,28 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
       return leader
     end
 
-    local leader, latest, live
-    helpers.eventually(function()
-      latest, live = snapshot()
-      leader = #live == 4 and settled(latest, live)
-      return leader
-    end, 120, "one leader and the items divided among 4 workers")
+    -- Repeats snapshots until settled() holds for `count` live workers; returns the leader.
+    local function until_settled(count, what, unless)
+      local deadline = os.time() + 120
+      while os.time() < deadline do
+        local latest, live = snapshot()
+        if latest and #live == count and not (unless and unless(live)) then
+          local leader = settled(latest, live)
+          if leader then return leader, latest, live end
+          local parts = {}
+          for _, pid in ipairs(live) do
+            local st = latest[pid]
+            parts[#parts + 1] = string.format("%d %s leader=%s gen=%s items=%s", pid, st.state,
+                                              st.leader, st.generation, st.items)
+          end
+          last_round = table.concat(parts, "; ")
+        end
+        testing.sleep(0.05)
+      end
+      error("timed out waiting for " .. what .. ": " .. last_round .. "\n" .. nginx:error_log())
+    end
+
+    local leader, latest, live = until_settled(4, "one leader and the items divided among 4 workers")
     assert.are.equal(4, #live)
     for _, pid in ipairs(live) do
       assert.are.equal(3, #latest[pid].items_list) -- round_robin: 12 items, 4 workers
@@ -268,15 +295,12 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
     -- kill the leader; the others keep answering while they contend for the lock
     for pid in pairs(answered) do answered[pid] = 0 end
     assert(os.execute("kill -KILL " .. leader))
-    local new_leader
-    helpers.eventually(function()
-      latest, live = snapshot()
-      for _, pid in ipairs(live) do
-        if pid == leader then return false end -- not dead yet
-      end
-      new_leader = #live == 4 and settled(latest, live)
-      return new_leader
-    end, 120, "a new leader and the items divided among the live workers")
+    local new_leader = until_settled(4, "a new leader and the items divided among the live workers",
+      function(live_now)
+        for _, pid in ipairs(live_now) do
+          if pid == leader then return true end -- not dead yet
+        end
+      end)
     assert.are_not.equal(leader, new_leader)
     assert.are.equal(0, answered[leader] or 0)
     local survivors = 0
