@@ -2,7 +2,8 @@
 -- throwaway server, in one run, reported side by side with zklua's ratios.  Tables: client
 -- operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo), the partition strategies
 -- (bench/strategies_bench.lua, no server) and the TreeCache (zklua, kazoo) on a 10000-node
--- tree: time to INITIALIZED and client RSS.
+-- tree: time to INITIALIZED and client RSS; the SetPartitioner (zklua: re-cover times
+-- after a leave, a crash and a join).
 --
 -- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
 -- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
@@ -150,6 +151,34 @@ for round = 1, ROUNDS do
     table.insert(lock_samples[c.name].p99, handoff.p99_ms)
   end
 end
+-- The SetPartitioner (bench/partitioner_bench.lua, its own ROUNDS rounds on the same server):
+-- 10 member processes x 1000 items; the time from a clean leave, a crash (kill -9) and a join
+-- to every item owned again.  Returns the table's rows.
+local function partitioner_rows(hosts)
+  io.stderr:write("partitioner: 10 members x 1000 items, " .. ROUNDS .. " rounds\n")
+  local out, ok = shell("./zklua bench/partitioner_bench.lua " .. hosts .. " " .. ROUNDS .. " 2>&1")
+  assert(ok, "partitioner benchmark failed:\n" .. out)
+  local r = parse_results(out)
+  local leave = assert(r.sp_leave, "no sp_leave result:\n" .. out)
+  local rows = {
+    "",
+    string.format("| SetPartitioner, %d members × %d items, time_boundary %.1f s | median ms | " ..
+                  "min ms | max ms |", leave.members, leave.items, leave.tb_ms / 1000),
+    "|---|---:|---:|---:|",
+  }
+  local events = {
+    { "sp_leave", "clean leave (finish) → every item owned again" },
+    { "sp_crash", string.format("kill -9 → every item owned again (its %.0f s session must " ..
+                                "expire first)", leave.session_ms / 1000) },
+    { "sp_join", "join → every item owned again" },
+  }
+  for _, e in ipairs(events) do
+    local x = assert(r[e[1]], "no " .. e[1] .. " result")
+    rows[#rows + 1] = string.format("| %s | %.0f | %.0f | %.0f |", e[2], x.ms, x.min_ms, x.max_ms)
+  end
+  return rows
+end
+local partitioner_lines = partitioner_rows(server.hosts)
 local tree_rows = tree_cache_rows(server.hosts)
 server:stop()
 
@@ -182,6 +211,10 @@ for _, line in ipairs(dofile("bench/strategies_bench.lua")(math.max(ROUNDS, 5)))
   lines[#lines + 1] = line
 end
 for _, row in ipairs(tree_rows) do lines[#lines + 1] = row end
+for _, row in ipairs(partitioner_lines) do lines[#lines + 1] = row end
+-- PartitionAllocator handover (its own throwaway server): bench/allocator_bench.lua's rows
+lines[#lines + 1] = ""
+for _, line in ipairs(dofile("bench/allocator_bench.lua")()) do lines[#lines + 1] = line end
 local table_text = table.concat(lines, "\n")
 print(table_text)
 
@@ -197,10 +230,14 @@ if doc then
     "holder's acquire() returning, with 10 waiting processes. Partition strategies ",
     "(bench/strategies_bench.lua, no server): the median time of one allocation, Lua tables ",
     "in and out included, and the items moved when an 11th member joins 10 sharing 1000 ",
-    "items (ideal 1000/11).\n",
-    "holder's acquire() returning, with 10 waiting processes; for the TreeCache, the time ",
-    "from start() to INITIALIZED on a tree of ", TREE_NODES, " nodes (32-byte values) and the ",
-    "client's RSS (after a full garbage collection).\n",
+    "items (ideal 1000/11). TreeCache: the time from start() to INITIALIZED on a tree of ",
+    TREE_NODES, " nodes (32-byte values) and the client's RSS (after a full garbage ",
+    "collection). PartitionAllocator (bench/allocator_bench.lua, its own server): ",
+    "10 members, each its own session, sharing 1000 items; the time from a start, a join, a ",
+    "clean leave and a closed session until every member owns exactly its new share.\n",
+    "SetPartitioner: 10 member processes split 1000 items; each event is timed from the ",
+    "leave, the kill or the join to the moment every live member holds its new share ",
+    "(median of ", ROUNDS, " leaves and crashes, ", 2 * ROUNDS, " joins).\n",
     "CPU is the client process's user+sys time, library threads included. The server ",
     "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
     "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",

@@ -30,4 +30,35 @@ describe("examples", function()
     assert.matches("worker-1   session LOST", out, 1, true)
     assert.matches("done", out, 1, true)
   end)
+
+  it("partition_demo.lua divides queues among worker processes and rebalances", function()
+    local ok, out = run_example("partition_demo.lua", server.hosts)
+    assert.is_true(ok, out)
+    assert.matches("w1       owns queue-1, queue-4, queue-7", out, 1, true)
+    assert.matches("stopping w2 %(pid %d+%) with SIGTERM", out)
+    -- each table lists every queue once, owned by the live workers only
+    local tables = {}
+    for title, body in out:gmatch("demo     ([^\n]-) — who owns what[^\n]*\n(.-)\n[^ ]") do
+      local owners = {}
+      for q, w in body:gmatch("(queue%-%d) %-> (w%d)") do owners[q] = w end
+      tables[title] = owners
+    end
+    local live = { ["3 workers"] = "[123]", ["w2 left"] = "[13]", ["w4 joined"] = "[134]" }
+    for title, pattern in pairs(live) do
+      local owners = assert(tables[title], "no table for " .. title .. " in:\n" .. out)
+      for i = 1, 8 do
+        assert.truthy(owners["queue-" .. i] and owners["queue-" .. i]:match("^w" .. pattern .. "$"),
+                      title .. ": queue-" .. i)
+      end
+    end
+    assert.are.equal("w1", tables["w2 left"]["queue-3"]) -- w1 took over one of w2's queues
+    assert.matches("\ndone\n", out)
+  end)
+
+  it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
+    local ok, out = run_example("cqueues.lua", server.hosts)
+    assert.is_true(ok, out)
+    for i = 1, 3 do assert.matches("counted\t" .. i, out, 1, true) end
+    assert.matches("final\t3", out, 1, true)
+  end)
 end)

@@ -9,8 +9,9 @@
  * call after another runs them through here.
  *
  * A direct op runs only when nothing can be reordered by it: the session is CONNECTED, no event
- * waits to be delivered and no async op is in flight (their completions would otherwise reach
- * the caller after a later op's result).  Otherwise it returns NULL and the caller submits the
+ * waits to be delivered, no async op is in flight (their completions would otherwise reach
+ * the caller after a later op's result) and no watch is out (its event could reach the caller
+ * after the reply of a read that already sees the change: ZooKeeper promises the opposite).  Otherwise it returns NULL and the caller submits the
  * op the async way.  Watches set here are ordinary ones: they fire as ZKL_EV_WATCH events with
  * the op's id.  The result is an op event that never went through the queue; the caller frees it.
  */
@@ -28,7 +29,8 @@ enum {
 /* A fresh op event for a direct call, or NULL when the op must go the async way. */
 static zkl_event *direct_op(zkl_session *s, zkl_op_type type)
 {
-    if (!s->zh || s->state != ZKL_CONNECTED || s->held || !zkl_queue_is_idle(&s->queue))
+    if (!s->zh || s->state != ZKL_CONNECTED || s->held || s->watches_out > 0 ||
+        !zkl_queue_is_idle(&s->queue))
         return NULL;
     zkl_event *op = calloc(1, sizeof *op);
     if (!op)
@@ -41,12 +43,15 @@ static zkl_event *direct_op(zkl_session *s, zkl_op_type type)
     return op;
 }
 
-/* The library reports ZCLOSING for what it drops while closing: say why it was closed. */
+/* The library reports ZCLOSING for what it drops while closing: say why it was closed.  A
+ * watch registered here is counted as the queue's ops' are (session.c, count_watches). */
 static zkl_event *done(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
     op->rc = rc;
+    if (op->watch_registered)
+        op->session->watches_out++;
     return op;
 }
 

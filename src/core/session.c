@@ -64,6 +64,13 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
+    if (zkl_log_sink_init(&s->log, &s->queue, o->log_level) != 0) {
+        zkl_timers_destroy(&s->timers);
+        zkl_queue_destroy(&s->queue);
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
     s->timeout_ms = o->timeout_ms;
     s->read_only = o->read_only;
     s->resume = o->resume;
@@ -90,12 +97,14 @@ static int open_handle(zkl_session *s)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int flags = ZOO_NO_LOG_CLIENTENV | (s->read_only ? ZOO_READONLY : 0);
     const clientid_t *resume = s->resume ? &s->resume_id : NULL;
+    log_callback_fn log_line = zkl_log_sink_bind(&s->log);
     zhandle_t *zh = zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
-                                    zkl_log_library_line);
+                                    log_line);
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!zh) {
+        zkl_log_sink_unbind(&s->log);
         free(hc);
         errno = saved ? saved : EINVAL;
         return -1;
@@ -146,10 +155,12 @@ static void close_handle(zkl_session *s, int rc)
         s->zh = NULL;
         free(s->handle_ctx);
         s->handle_ctx = NULL;
+        zkl_log_sink_unbind(&s->log); /* the handle's threads are joined: no line follows */
     }
     zkl_queue_fail_pending(&s->queue, rc);
     atomic_store(&s->closing_rc, ZCLOSING);
     drop_all_routed_watches(s);
+    s->watches_out = 0; /* they died with the handle */
 }
 
 /* libzookeeper sends the close request (which ends the session on the server at once, its
@@ -269,6 +280,7 @@ void zkl_session_free(zkl_session *s)
     free(s->auths);
     free(s->listeners);
     zkl_watch_routes_free(&s->watch_routes);
+    zkl_log_sink_destroy(&s->log);
     free(s->hosts);
     free(s);
 }
@@ -430,8 +442,21 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
     case ZKL_EV_TIMER:
         zkl_timers_deliver(s, &s->timers, ev);
         return 1;
+    case ZKL_EV_LOG:
+        zkl_log_sink_taken(&s->log);
+        return 0;
     }
     return 0;
+}
+
+static void count_watches(zkl_session *s, const zkl_event *ev)
+{
+    if (ev->generation != s->generation)
+        return; /* from a closed handle: its watches died with it */
+    if (ev->kind == ZKL_EV_OP && ev->watch_registered)
+        s->watches_out++;
+    else if (ev->kind == ZKL_EV_WATCH && s->watches_out > 0)
+        s->watches_out--;
 }
 
 zkl_event *zkl_session_next(zkl_session *s)
@@ -447,6 +472,7 @@ zkl_event *zkl_session_next(zkl_session *s)
         if (!ev) /* news from the library first: a reconnection may be among it */
             return lose_if_suspended_too_long(s);
         zkl_event *out = NULL;
+        count_watches(s, ev);
         if (!consume_internally(s, ev, &out))
             return ev;
         zkl_event_free(ev);

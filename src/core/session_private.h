@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include "log.h"
 #include "queue.h"
 #include "session.h"
 #include "timers.h"
@@ -52,6 +53,12 @@ struct zkl_session {
     zkl_queue queue;
     zkl_timers timers;        /* C recipes' one-shot timers (timers.h) */
     zkl_event *held;          /* popped by zkl_session_await() for another op: next out */
+    /* Watches the current handle registered whose event has not been delivered yet.  A direct
+     * op (ops_now.c) runs only while there are none: the library may hand a sync call its
+     * reply before a watch event the server sent first, and ZooKeeper promises a client sees
+     * the watch event before the data that changed. */
+    long watches_out;
+    zkl_log_sink log;         /* libzookeeper's lines for this session's handles */
 
     zkl_auth *auths;
     int auth_count;

@@ -25,9 +25,11 @@
 #include "lease_binding.h"
 #include "patient_children_binding.h"
 #include "queue_binding.h"
+#include "allocator_binding.h"
 #include "session_binding.h"
 #include "strategy_binding.h"
 #include "tree_cache_binding.h"
+#include "set_partitioner_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -124,10 +126,12 @@ static int core_sleep(lua_State *L)
     return 0;
 }
 
-static int core_set_log_level(lua_State *L)
+/* library_log_level() -> the level libzookeeper formats lines at, process-wide: the highest
+ * a session with a logger asks for, 0 when none does */
+static int core_library_log_level(lua_State *L)
 {
-    zkl_log_set_level((int)luaL_checkinteger(L, 1));
-    return 0;
+    lua_pushinteger(L, zkl_log_library_level());
+    return 1;
 }
 
 static int core_free_port(lua_State *L)
@@ -162,7 +166,7 @@ static const luaL_Reg core_functions[] = {
     {"poll", core_poll},
     {"sleep", core_sleep},
     {"cpu_time", core_cpu_time},
-    {"set_log_level", core_set_log_level},
+    {"library_log_level", core_library_log_level},
     {"free_port", core_free_port},
     {"four_letter", core_four_letter},
     {NULL, NULL},
@@ -172,6 +176,7 @@ int luaopen_zklua_core(lua_State *L)
 {
     lua_newtable(L);
     luaL_setfuncs(L, core_functions, 0);
+    zkl_register_int64(L);
     zkl_register_stat_constructor(L);
     zkl_register_session(L);
     zkl_register_lock(L);
@@ -181,14 +186,15 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_patient_children(L);
     zkl_register_item_queue(L);
     zkl_register_locking_queue(L);
+    zkl_register_allocator(L);
     zkl_register_strategies(L);
     zkl_register_tree_cache(L);
     zkl_register_semaphore(L);
     zkl_register_lease(L);
+    zkl_register_set_partitioner(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);
     lua_setfield(L, -2, "max_packet");
-    zkl_log_set_level(0);
     return 1;
 }

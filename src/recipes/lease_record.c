@@ -49,18 +49,6 @@ static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
     return n;
 }
 
-int zkl_utf8_valid(const char *data, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)data;
-    uint32_t cp;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_next(s + i, len - i, &cp);
-        if (n == 0)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
 
 /* Appends cp as UTF-8 (surrogates too, as Python keeps a lone one: never equal to valid
  * UTF-8 text). */
@@ -565,9 +553,15 @@ char *zkl_lease_record_encode(const char *holder, size_t len, int64_t end, size_
     size_t n = sizeof head - 1;
     memcpy(out, head, n);
     const unsigned char *s = (const unsigned char *)holder;
-    uint32_t cp;
     for (size_t i = 0; i < len;) {
-        i += utf8_next(s + i, len - i, &cp);
+        uint32_t cp = 0;
+        size_t step = utf8_next(s + i, len - i, &cp);
+        if (step == 0) { /* cannot happen: checked above; never loop forever */
+            free(out);
+            errno = EILSEQ;
+            return NULL;
+        }
+        i += step;
         n += put_escaped(out + n, cp);
     }
     memcpy(out + n, mid, sizeof mid - 1);

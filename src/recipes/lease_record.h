@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json.h"
+
 enum { ZKL_LEASE_TIME_LEN = 19 }; /* "YYYY-MM-DDTHH:MM:SS" */
 
 typedef struct {
@@ -51,7 +53,6 @@ int zkl_lease_time_format(int64_t t, char out[ZKL_LEASE_TIME_LEN + 1]);
  * errno EILSEQ (holder is not UTF-8), ERANGE (end out of range) or ENOMEM. */
 char *zkl_lease_record_encode(const char *holder, size_t len, int64_t end, size_t *out_len);
 
-/* Whether data is valid UTF-8 (no surrogates, no overlong forms, at most U+10FFFF). */
-int zkl_utf8_valid(const char *data, size_t len);
+/* zkl_utf8_valid (json.h) checks holders: valid UTF-8, no surrogates, no overlong forms. */
 
 #endif

@@ -829,6 +829,11 @@ const char *zkl_lock_prefix(const zkl_lock *l)
     return l->prefix;
 }
 
+const char *zkl_lock_blocker(const zkl_lock *l)
+{
+    return l->phase == ZKL_LOCK_ACQUIRING ? l->blocker : NULL;
+}
+
 int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token)
 {
     if (!zkl_lock_is_held(l) || !l->has_czxid)

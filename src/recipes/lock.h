@@ -101,6 +101,8 @@ int zkl_lock_checked(const zkl_lock *l);
 int zkl_lock_is_held(const zkl_lock *l); /* HELD or RELEASING */
 const char *zkl_lock_node(const zkl_lock *l); /* own node's name, or NULL */
 const char *zkl_lock_prefix(const zkl_lock *l); /* "<uuid hex>__lock__" */
+/* While an acquire waits behind another contender: that contender's node name; else NULL. */
+const char *zkl_lock_blocker(const zkl_lock *l);
 int zkl_lock_fencing_token(const zkl_lock *l, int64_t *token); /* 0 while held, else -1 */
 uint64_t zkl_lock_id(const zkl_lock *l); /* the notify target */
 long zkl_lock_inflight(const zkl_lock *l);

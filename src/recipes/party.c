@@ -31,6 +31,8 @@ struct zkl_party {
     int parked, orphaned, listening;
     uint64_t op_id;
     long inflight;
+    void (*observer)(void *ctx); /* zkl_party_observe */
+    void *observer_ctx;
 };
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
@@ -169,7 +171,12 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
             on_op(p, ev);
         }
     }
-    maybe_destroy(p);
+    if (p->orphaned) {
+        maybe_destroy(p);
+        return;
+    }
+    if (p->observer)
+        p->observer(p->observer_ctx); /* last: it may free the party */
 }
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx)
@@ -296,6 +303,12 @@ int zkl_party_leave(zkl_party *p)
     p->deleted = 0;
     go(p, STEP_DELETE);
     return 0;
+}
+
+void zkl_party_observe(zkl_party *p, void (*fn)(void *ctx), void *ctx)
+{
+    p->observer = fn;
+    p->observer_ctx = ctx;
 }
 
 zkl_party_phase zkl_party_phase_of(const zkl_party *p) { return p->phase; }

@@ -48,6 +48,11 @@ int zkl_party_join(zkl_party *p);
 /* Starts deleting the node: 0, or -1 with errno EALREADY / ENOTCONN. */
 int zkl_party_leave(zkl_party *p);
 
+/* fn(ctx) runs on the owner thread each time the party has handled one of its routed results
+ * (a join or leave may have ended), as the last thing it does then, so fn may free the party.
+ * Never after zkl_party_free().  NULL stops it. */
+void zkl_party_observe(zkl_party *p, void (*fn)(void *ctx), void *ctx);
+
 zkl_party_phase zkl_party_phase_of(const zkl_party *p);
 int zkl_party_rc(const zkl_party *p);      /* why the last join/leave failed, or ZOK */
 int zkl_party_deleted(const zkl_party *p); /* the last leave deleted the node */

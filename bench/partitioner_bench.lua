@@ -1,0 +1,188 @@
+--- partitioner_bench.lua — zklua's SetPartitioner re-covering a set after membership changes.
+-- MEMBERS member processes (./zklua, one session each, session timeout SESSION s) split ITEMS
+-- items with time_boundary TB, each running the seed's loop (release_set as soon as RELEASE).
+-- Three events, each timed from the event to the moment every item is owned again (every
+-- live member ACQUIRED its share of the new split; times on the machine's CLOCK_MONOTONIC,
+-- shared by all processes):
+--   leave   a member finish()es (clean leave): from its finish() call
+--   crash   a member is killed with SIGKILL: from the kill; includes waiting for the server
+--           to expire its session (SESSION s), which no client can shorten
+--   join    a new member starts: from the moment its party node exists
+-- Prints, per event:
+--   RESULT sp_<event> ms=<median ms> min_ms=<ms> max_ms=<ms> members=<n> items=<n> tb_ms=<ms>
+--   ./zklua bench/partitioner_bench.lua HOSTS [ROUNDS=3] [MEMBERS=10] [ITEMS=1000] [TB=0.1]
+--                                       [SESSION=2]
+-- (the member mode, --member, is internal).
+package.path = "spec/?.lua;" .. package.path -- fixtures.child: processes handled by PID
+local zklua = require "zklua"
+local core = require "zklua.core"
+local child = require "fixtures.child"
+
+-- ---------------------------------------------------------------- member process
+
+local function member(hosts, path, n_items, ident, tb, session)
+  local zk = zklua.client{ hosts = hosts, timeout = session }
+  zk:start(15)
+  local leave = false
+  local function look()
+    if zk:exists(path .. "-ctl/" .. ident, function() look() end) then leave = true end
+  end
+  look()
+  local set = {}
+  for i = 1, n_items do set[i] = string.format("item-%05d", i) end
+  local qp = zk:SetPartitioner{ path = path, set = set, identifier = ident, time_boundary = tb }
+  local function say(...)
+    io.write(table.concat({ ... }, " "), "\n")
+    io.flush()
+  end
+  say("joined", string.format("%.6f", core.monotonic()))
+  local announced = false
+  while true do
+    if leave then
+      say("leaving", string.format("%.6f", core.monotonic()))
+      qp:finish()
+      break
+    end
+    if qp.failed then
+      break
+    elseif qp.release then
+      qp:release_set()
+    elseif qp.acquired then
+      if not announced then
+        say("acquired", #qp, string.format("%.6f", core.monotonic()))
+        announced = true
+      end
+      zk.handler.wait(function() return not qp.acquired or leave end, 1)
+    elseif qp.allocating then
+      announced = false
+      qp:wait_for_acquire(1)
+    end
+  end
+  zk:close()
+end
+
+if arg[1] == "--member" then
+  member(arg[2], arg[3], tonumber(arg[4]), arg[5], tonumber(arg[6]), tonumber(arg[7]))
+  return
+end
+
+-- ---------------------------------------------------------------- driver
+
+local hosts = arg[1] or error("usage: partitioner_bench.lua HOSTS [ROUNDS] [MEMBERS] [ITEMS] [TB] [SESSION]")
+local ROUNDS = tonumber(arg[2]) or 3
+local MEMBERS = tonumber(arg[3]) or 10
+local ITEMS = tonumber(arg[4]) or 1000
+local TB = tonumber(arg[5]) or 0.1
+local SESSION = tonumber(arg[6]) or 2
+local path = string.format("/bench-sp-%d-%d", os.time(), math.random(1e6))
+local admin = zklua.client{ hosts = hosts, timeout = 10 }
+admin:start()
+admin:ensure_path(path .. "-ctl")
+
+local kids, serial = {}, 0
+
+local function spawn()
+  serial = serial + 1
+  local ident = string.format("m%03d", serial)
+  local kid = child.spawn({ "./zklua", "bench/partitioner_bench.lua", "--member", hosts, path,
+                            tostring(ITEMS), ident, tostring(TB), tostring(SESSION) })
+  kid.ident = ident
+  kids[ident] = kid
+  return kid
+end
+
+-- The member's last "acquired <count> <T>" line after time since, or nil.
+local function last_acquired(kid, since)
+  local count, at
+  for c, t in kid:stdout():gmatch("acquired (%d+) (%S+)") do
+    if tonumber(t) >= since then count, at = tonumber(c), tonumber(t) end
+  end
+  return count, at
+end
+
+-- Waits until every live member acquired after since and their shares sum to ITEMS; returns
+-- the latest of those acquisitions.
+local function covered_after(since)
+  local latest
+  local ok = child.poll_until(function()
+    local total
+    total, latest = 0, since
+    for _, kid in pairs(kids) do
+      local count, at = last_acquired(kid, since)
+      if not count then return false end
+      total = total + count
+      if at > latest then latest = at end
+    end
+    return total == ITEMS
+  end, 120)
+  assert(ok, "the members did not re-cover the set within 120 s")
+  return latest
+end
+
+local function any_member()
+  local names = {}
+  for ident in pairs(kids) do names[#names + 1] = ident end
+  table.sort(names)
+  return kids[names[#names]]
+end
+
+local function leave()
+  local kid = any_member()
+  admin:create(path .. "-ctl/" .. kid.ident, "")
+  kid:wait_line("^leaving", 30)
+  local t0 = tonumber(kid:stdout():match("leaving (%S+)"))
+  kids[kid.ident] = nil
+  local t1 = covered_after(t0)
+  assert(kid:wait_exit(30), "a leaving member did not exit")
+  kid:cleanup()
+  return t1 - t0
+end
+
+local function crash()
+  local kid = any_member()
+  kids[kid.ident] = nil
+  kid:signal("KILL")
+  local t0 = core.monotonic()
+  local t1 = covered_after(t0)
+  kid:cleanup()
+  return t1 - t0
+end
+
+local function join()
+  local kid = spawn()
+  kid:wait_line("^joined", 30)
+  local t0 = tonumber(kid:stdout():match("joined (%S+)"))
+  return covered_after(t0) - t0
+end
+
+local function median(list)
+  local copy = { table.unpack(list) }
+  table.sort(copy)
+  local n = #copy
+  return n % 2 == 1 and copy[(n + 1) / 2] or (copy[n / 2] + copy[n / 2 + 1]) / 2
+end
+
+local ok, err = pcall(function()
+  for _ = 1, MEMBERS do spawn() end
+  covered_after(0)
+  local times = { leave = {}, crash = {}, join = {} }
+  for round = 1, ROUNDS do
+    io.stderr:write(string.format("partitioner round %d/%d\n", round, ROUNDS))
+    table.insert(times.leave, leave())
+    table.insert(times.join, join())
+    table.insert(times.crash, crash())
+    table.insert(times.join, join())
+  end
+  for _, event in ipairs({ "leave", "crash", "join" }) do
+    local list = times[event]
+    print(string.format("RESULT sp_%s ms=%.1f min_ms=%.1f max_ms=%.1f members=%d items=%d " ..
+                        "tb_ms=%.0f session_ms=%.0f", event, median(list) * 1000,
+                        math.min(table.unpack(list)) * 1000, math.max(table.unpack(list)) * 1000,
+                        MEMBERS, ITEMS, TB * 1000, SESSION * 1000))
+  end
+end)
+for _, kid in pairs(kids) do kid:cleanup() end
+pcall(admin.delete, admin, path, nil, true)
+pcall(admin.delete, admin, path .. "-ctl", nil, true)
+admin:close()
+if not ok then error(err, 0) end

@@ -1,0 +1,636 @@
+--- zklua.recipes.allocator — PartitionAllocator: divide a shared, changing set of items among
+-- the live members of a group (kiel's API, made safe).
+--
+--   local a = zk:PartitionAllocator{ path = "/app/work", identifier = "worker-1",
+--     strategy = "sticky",                         -- or allocator_fn = function(m, i, ctx)
+--     on_acquire = function(item, token) ... end,  -- this member now owns item
+--     on_release = function(item) ... end,         -- finish with item: it is handed over next
+--     on_rebalance = function(new, old, info) ... end }
+--   a:start({"q1", "q2", "q3"})                    -- the seed, used if the set is new
+--   for _, item in ipairs(a.allocation) do ... a:fencing_token(item) ... end
+--   a:add_partitions({"q4"}); a:remove_partitions({"q1"})
+--   a:stop()
+--
+-- What it guarantees:
+-- * No two live members ever own one item, whatever strategies they run (different, buggy,
+--   non-deterministic, or changed while running): owning an item IS holding its EPHEMERAL
+--   owner node <path>/owners/<item>, and a member starts work on an item (on_acquire, then
+--   `allocation`) only once it created that node; it deletes the node only after on_release
+--   returned.  Each item's fencing token is its node's czxid: it grows with every new owner,
+--   so a downstream store can refuse the writes of an owner that was replaced.
+-- * Re-division as soon as members or the set change: the leader (the member that joined
+--   first, the oldest member node) computes the assignment with ITS strategy and publishes it
+--   with a generation number; every member releases what it lost, then claims what it gained
+--   (a claim waits for the previous owner's node to go).  A strategy that raises, runs over
+--   strategy_timeout, or returns an invalid assignment (an item missing or twice, an unknown
+--   member or item) is logged and round_robin is used instead, so every item stays covered.
+-- * Hooks and strategies run from Lua (from the event loop, never inside a C call).  Each
+--   on_release/on_acquire call is bounded by max_reaction_time: a hook still running then is
+--   stopped with an error (zklua.bounded) and the item is handed over anyway.
+-- * SUSPENDED (connection lost, session alive): no new claims; owned items stay owned (their
+--   nodes live as long as the session), hooks do not run.  If the session expires during the
+--   outage, the server deletes the nodes and other members may take the items BEFORE this
+--   member reconnects and hears LOST: until then its `allocation` is stale — this is what the
+--   fencing tokens are for.
+-- * LOST (session expired): every owned item is reported lost: allocation is empty and
+--   on_rebalance(new = {}, old, info) runs with everything in info.lost and
+--   info.session_lost = true (on_release does not run: the nodes are gone already).  With
+--   rejoin = true (default) the member joins again on the new session and gets items again;
+--   otherwise it stops (state "idle", allocator.error = SessionExpiredError).  zk:stop() is
+--   a LOST that always stops.
+-- * The set is one JSON array in <path>/partitions, changed by compare-and-set, so concurrent
+--   add/remove from many members never lose an update.  A set (or an assignment) must fit in
+--   one znode: about 1 MiB of JSON (core.allocator_max_node); a bigger one is refused with a
+--   BadArgumentsError before anything is written.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local bounded = require "zklua.bounded"
+local paths = require "zklua.paths"
+local Retry = require "zklua.retry"
+
+local recipes = {}
+
+local Allocator = { __name = "zklua.PartitionAllocator" }
+
+local OPTIONS = {
+  path = "string", identifier = "string", allocator_fn = "function", strategy = "any",
+  on_rebalance = "function", on_acquire = "function", on_release = "function",
+  max_reaction_time = "number", weight = "number", rejoin = "boolean",
+  strategy_timeout = "number",
+}
+
+local NAME = "PartitionAllocator"
+local ZCLOSING = -116
+
+local function strategies()
+  return require "zklua.strategies"
+end
+
+-- ---------------------------------------------------------------- fields
+
+local function sorted_keys(set)
+  local list = {}
+  for k in pairs(set) do list[#list + 1] = k end
+  table.sort(list)
+  return list
+end
+
+local fields = {
+  allocation = function(self) return sorted_keys(self._owned) end,
+  state = function(self) return self._ud:phase() end,
+  is_leader = function(self) return self._ud:is_leader() end,
+  generation = function(self) return (self._ud:assignment()) end,
+}
+
+function Allocator.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return Allocator[key]
+end
+
+function Allocator.__tostring(self)
+  return string.format("zklua.PartitionAllocator(%s, %s, %s)", self.path, self.identifier,
+                       self._ud:phase())
+end
+
+-- ---------------------------------------------------------------- checks
+
+local function check_items(fname, items, argument)
+  if type(items) ~= "table" then
+    check.fail(fname, argument, argument .. " must be a list of strings (got " ..
+               type(items) .. ")")
+  end
+  local n = 0
+  for _ in pairs(items) do n = n + 1 end
+  if n ~= #items then
+    check.fail(fname, argument, argument .. " must be a list (keys 1..n) of strings")
+  end
+  local json, bad = core.allocator_encode_items(items)
+  if not json then
+    check.fail(fname, argument, string.format("%s[%d] must be a non-empty UTF-8 string " ..
+               "without NUL (got %s)", argument, bad, type(items[bad]) == "string" and
+               string.format("%q", items[bad]:sub(1, 40)) or type(items[bad])))
+  end
+  return items
+end
+
+-- The set as stored: sorted, without repeats.
+local function canonical_set(items)
+  local seen, list = {}, {}
+  for _, item in ipairs(items) do
+    if not seen[item] then
+      seen[item] = true
+      list[#list + 1] = item
+    end
+  end
+  table.sort(list)
+  return list
+end
+
+local function encode_set(fname, list, node_path, argument)
+  local json = core.allocator_encode_items(list)
+  local limit = core.allocator_max_node(node_path)
+  if #json > limit then
+    check.fail(fname, argument, string.format("the set would be %d bytes of JSON, over the " ..
+               "%d a znode can hold (ZooKeeper's 1 MiB limit)", #json, limit))
+  end
+  return json
+end
+
+local function resolve_strategy(fname, strategy, argument)
+  if type(strategy) == "function" then return strategy end
+  if type(strategy) == "string" or type(strategy) == "table" then
+    local ok, fn = pcall(strategies().get, strategy)
+    if ok and type(fn) == "function" then return fn end
+    check.fail(fname, argument, argument .. ": " .. tostring(fn))
+  end
+  check.fail(fname, argument, argument .. " must be a strategy name, a function or a " ..
+             "loaded strategy (got " .. type(strategy) .. ")")
+end
+
+local function number_option(fname, value, name, default, min_exclusive)
+  if value == nil then return default end
+  if value ~= value or value == math.huge or value < 0 or (min_exclusive and value == 0) then
+    check.fail(fname, name, name .. " must be a finite number " ..
+               (min_exclusive and "> 0" or ">= 0") .. " (got " .. tostring(value) .. ")")
+  end
+  return value
+end
+
+local instance = 0
+
+local function default_identifier()
+  local f = io.open("/proc/sys/kernel/hostname", "r")
+  local host = f and f:read("l") or os.getenv("HOSTNAME") or "localhost"
+  if f then f:close() end
+  local s = io.open("/proc/self/stat", "r")
+  local pid = s and s:read("l"):match("^%d+") or tostring(os.time())
+  if s then s:close() end
+  instance = instance + 1
+  return host .. "-" .. pid .. "-" .. instance
+end
+
+-- ---------------------------------------------------------------- the loop
+
+local function log(self, level, message)
+  self.client:_log(level, "PartitionAllocator " .. self.path .. " (" .. self.identifier ..
+                   "): " .. message)
+end
+
+-- Runs a user hook bounded by max_reaction_time; errors and overruns are logged.
+local function run_hook(self, name, fn, ...)
+  if not fn then return end
+  local ok, err = bounded.call(self.max_reaction_time, fn, ...)
+  if not ok then
+    log(self, "ERROR", name .. "(" .. tostring((...)) .. ") " ..
+        (err == bounded.TIMEOUT and "ran over max_reaction_time (" ..
+         self.max_reaction_time .. " s): stopped, the item is handed over" or
+         "raised: " .. tostring(err)))
+  end
+end
+
+local function copy_list(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = v end
+  return out
+end
+
+local function owners_of(assignment)
+  local owners = {}
+  for member, items in pairs(assignment or {}) do
+    for _, item in ipairs(items) do owners[item] = member end
+  end
+  return owners
+end
+
+-- The leader's computation: this member's strategy over the live members and the set.
+function Allocator:_compute(epoch)
+  local ud = self._ud
+  local members, weights = ud:members()
+  local items = ud:partitions()
+  local _, assignment = ud:assignment()
+  local live, in_set, current = {}, {}, {}
+  for _, m in ipairs(members) do live[m] = true end
+  for _, item in ipairs(items) do in_set[item] = true end
+  for item, member in pairs(owners_of(assignment)) do
+    if live[member] and in_set[item] then current[item] = member end
+  end
+  local ctx = { current = current, weights = weights, identifier = self.identifier }
+  local ok, result = bounded.call(self.strategy_timeout, self._strategy, copy_list(members),
+                                  copy_list(items), ctx)
+  local valid, why = ok, result
+  if ok then
+    local checked, v, w = pcall(strategies().validate, result, members, items)
+    valid, why = checked and v, checked and w or v
+  end
+  if not valid then
+    why = result == bounded.TIMEOUT and "ran over strategy_timeout" or tostring(why)
+    self.strategy_error = why
+    log(self, "ERROR", "the strategy failed (" .. why .. "): round_robin is used instead")
+    result = strategies().round_robin(members, items, ctx)
+  else
+    self.strategy_error = nil
+  end
+  local published, err = ud:publish(epoch, result)
+  if published == nil and err ~= "stale" then
+    self.error = errors.KazooException("cannot publish the assignment: " .. tostring(err),
+                                       self.path)
+    log(self, "ERROR", tostring(self.error))
+  end
+end
+
+local function moved_items(before, after)
+  local moved = {}
+  for item, member in pairs(after) do
+    if before[item] ~= nil and before[item] ~= member then moved[#moved + 1] = item end
+  end
+  table.sort(moved)
+  return moved
+end
+
+function Allocator:_rebalanced(old, gained, lost, session_lost)
+  local generation, assignment = self._ud:assignment()
+  local moved = {}
+  if generation ~= self._last_generation then
+    local owners = owners_of(assignment)
+    moved = moved_items(self._last_owners or {}, owners)
+    self._last_generation, self._last_owners = generation, owners
+  end
+  table.sort(gained)
+  table.sort(lost)
+  if self.on_rebalance then
+    local info = { gained = gained, lost = lost, moved = moved, generation = generation,
+                   session_lost = session_lost }
+    local ok, err = pcall(self.on_rebalance, self.allocation, old, info)
+    if not ok then log(self, "ERROR", "on_rebalance raised: " .. tostring(err)) end
+  end
+end
+
+-- One round: what C says changed, the hooks, on_rebalance.  Returns whether news came.
+function Allocator:_round()
+  local ud = self._ud
+  local items, tokens, release, lost, compute = ud:take()
+  if compute then self:_compute(compute) end
+  if #items + #release + #lost == 0 then return compute ~= nil end
+  local old = self.allocation
+  local gained, gone, session_lost = {}, {}, false
+  for _, item in ipairs(lost) do
+    if self._owned[item] then
+      self._owned[item] = nil
+      gone[#gone + 1] = item
+      session_lost = true
+    end
+  end
+  for _, item in ipairs(release) do
+    if self._owned[item] then
+      run_hook(self, "on_release", self.on_release, item)
+      self._owned[item] = nil -- after its hook: it owned the item while finishing
+      gone[#gone + 1] = item
+    end
+    ud:released(item)
+  end
+  for i, item in ipairs(items) do
+    self._owned[item] = tokens[i]
+    gained[#gained + 1] = item
+    run_hook(self, "on_acquire", self.on_acquire, item, tokens[i])
+  end
+  if #gained + #gone > 0 then self:_rebalanced(old, gained, gone, session_lost) end
+  return true
+end
+
+-- Runs rounds until C has no more news; re-entered calls (a hook that waits runs the event
+-- loop) only ask for one more round.
+function Allocator:_process()
+  if self._busy then
+    self._again = true
+    return
+  end
+  self._busy = true
+  local ok, err = pcall(function()
+    repeat
+      self._again = false
+      local news = self:_round()
+    until not (news or self._again)
+  end)
+  self._busy = false
+  local ud = self._ud
+  if ud:phase() == "idle" and self._registered then self:_unregister() end
+  if not ok then log(self, "ERROR", "handling news failed: " .. tostring(err)) end
+end
+
+local function not_from_a_hook(self, fname)
+  if self._busy then
+    errors.raise(errors.KazooException, fname .. ": cannot wait inside this allocator's own " ..
+                 "hook or strategy (its news are handled after it returns)", self.path)
+  end
+end
+
+function Allocator:_notified()
+  self:_process()
+end
+
+-- ---------------------------------------------------------------- registry
+
+local function registry(client)
+  client._allocators = client._allocators or {}
+  return client._allocators
+end
+
+function Allocator:_register()
+  local reg = registry(self.client)
+  local other = reg[self.path]
+  if other and other ~= self then
+    errors.raise(errors.KazooException, "start: another PartitionAllocator of this client " ..
+                 "runs on " .. self.path .. " (one member per client and path)", self.path)
+  end
+  reg[self.path] = self -- also keeps a running allocator alive
+  self._registered = true
+end
+
+function Allocator:_unregister()
+  local reg = registry(self.client)
+  if reg[self.path] == self then reg[self.path] = nil end
+  self._registered = false
+  local rc = self._ud:rc()
+  if rc ~= 0 and rc ~= ZCLOSING and not self.error then
+    self.error = errors.from_code(rc, self.path)
+  end
+end
+
+-- ---------------------------------------------------------------- the API
+
+local function usable(client, fname)
+  return client:_usable_session(fname)
+end
+
+--- start(seed_partitions = {}, timeout = nil): joins the group.  seed_partitions becomes the
+-- set only when <path>/partitions does not exist yet.  Returns once this member's node exists
+-- and members, set and assignment were read (items are claimed from then on); raises the
+-- ZooKeeper error that stopped it, or TimeoutError after timeout seconds (then it stops).
+function Allocator:start(seed, timeout)
+  local client = self.client
+  usable(client, "start")
+  not_from_a_hook(self, "start")
+  seed = check_items("start", seed == nil and {} or seed, "seed_partitions")
+  timeout = check.timeout("start", timeout)
+  local ud = self._ud
+  if ud:phase() ~= "idle" then
+    errors.raise(errors.KazooException, "start: this allocator is already " .. ud:phase(),
+                 self.path)
+  end
+  local json = encode_set("start", canonical_set(seed), self._partitions_path,
+                          "seed_partitions")
+  self:_register()
+  self.error = nil
+  local started, why = ud:start(json)
+  if not started then
+    self:_unregister()
+    errors.raise(errors.ConnectionClosedError, "start: cannot join (" .. tostring(why) .. ")",
+                 self.path)
+  end
+  local ready = client.handler.wait(function()
+    return ud:ready() or ud:phase() == "idle" or not client._session
+  end, timeout)
+  self:_process()
+  if ud:phase() == "idle" or not client._session then
+    self:_unregister()
+    error(self.error or errors.from_code(ud:rc() ~= 0 and ud:rc() or ZCLOSING, self.path), 0)
+  end
+  if not ready then
+    self:stop()
+    errors.raise(errors.TimeoutError, "start: not joined within " .. tostring(timeout) .. " s",
+                 self.path)
+  end
+  return true
+end
+
+--- stop(): leaves the group.  Every owned item is released (on_release, then its node is
+-- deleted) and the member node deleted; returns once done, or after a session timeout without
+-- a connection (the nodes then go in the background, or with the session).  Returns true if
+-- it was running.  Called from one of its own hooks, it starts the leave and returns at once
+-- (the releases run when the hook has returned).
+function Allocator:stop()
+  local ud, client = self._ud, self.client
+  local phase = ud:phase()
+  if phase == "idle" then return false end
+  if phase ~= "leaving" then ud:leave() end
+  if self._busy then -- from one of its own hooks: the leave goes on once the hook returns
+    self._again = true
+    return true
+  end
+  self:_process()
+  local function done() return ud:phase() == "idle" or not client._session end
+  while not done() do
+    if client.state == "CONNECTED" then
+      client.handler.wait(function() return done() or client.state ~= "CONNECTED" end)
+    else
+      local limit = math.max(client:session_timeout(), client._timeout)
+      if not client.handler.wait(function() return done() or client.state == "CONNECTED" end,
+                                 limit) then
+        break -- finishes in the background once reconnected (or with the session)
+      end
+    end
+  end
+  self:_process()
+  if ud:phase() == "idle" or not client._session then self:_unregister() end
+  return true
+end
+
+--- The shared set: add items (kept once each).  Returns true if the set changed.
+function Allocator:add_partitions(items)
+  return self:_change_set("add_partitions", items, true)
+end
+
+--- The shared set: remove items.  Returns true if the set changed.
+function Allocator:remove_partitions(items)
+  return self:_change_set("remove_partitions", items, false)
+end
+
+local function read_set(client, node)
+  local ok, data, stat = pcall(client.get, client, node)
+  if not ok then
+    if errors.is(data, errors.NoNodeError) then return {}, nil end
+    error(data, 0)
+  end
+  if data == "" then return {}, stat end
+  local list, why = core.allocator_decode_items(data)
+  if not list then
+    errors.raise(errors.KazooException, "the set at " .. node .. " is not a JSON array of " ..
+                 "strings (" .. tostring(why) .. ")", node)
+  end
+  return list, stat
+end
+
+function Allocator:_change_set(fname, items, add)
+  check_items(fname, items, "items")
+  local client = self.client
+  usable(client, fname)
+  local node = self._partitions_path
+  -- retried through connection losses while the session may live (a write whose reply was
+  -- lost shows as "already changed" when read again)
+  local retry = Retry.new({ max_tries = -1, delay = 0.05, max_delay = 1,
+                            deadline = math.max(client._timeout, client:session_timeout()) * 2 },
+                          client.handler.sleep)
+  return retry(function()
+    while true do
+      local current, stat = read_set(client, node)
+      local set, changed = {}, false
+      for _, item in ipairs(current) do set[item] = true end
+      for _, item in ipairs(items) do
+        if (set[item] ~= nil) ~= add then changed = true end
+        set[item] = add or nil
+      end
+      if not changed then return false end
+      local json = encode_set(fname, sorted_keys(set), node, "items")
+      local ok, err
+      if stat then
+        ok, err = pcall(client.set, client, node, json, stat.version)
+      else
+        ok, err = pcall(client.create, client, node, json, { makepath = true })
+      end
+      if ok then return true end
+      if not (errors.is(err, errors.BadVersionError) or errors.is(err, errors.NodeExistsError)
+              or errors.is(err, errors.NoNodeError)) then
+        error(err, 0)
+      end -- someone else changed it meanwhile: read it again
+    end
+  end)
+end
+
+local function unname(name)
+  return (name:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+--- The live members' identifiers, sorted (what this member last read while running; read
+-- from ZooKeeper otherwise).
+function Allocator:members()
+  if self._ud:phase() == "running" then return (self._ud:members()) end
+  local client = self.client
+  usable(client, "members")
+  local ok, names = pcall(client.get_children, client, self._members_path)
+  if not ok then
+    if errors.is(names, errors.NoNodeError) then return {} end
+    error(names, 0)
+  end
+  local ids = {}
+  for i, name in ipairs(names) do ids[i] = unname(name) end
+  table.sort(ids)
+  return ids
+end
+
+--- The shared set, sorted (as last read while running; read from ZooKeeper otherwise).
+function Allocator:partitions()
+  if self._ud:phase() == "running" then return self._ud:partitions() end
+  usable(self.client, "partitions")
+  return canonical_set((read_set(self.client, self._partitions_path)))
+end
+
+--- The fencing token of an owned item (its owner node's czxid), or nil when not owned.
+function Allocator:fencing_token(item)
+  if type(item) ~= "string" then
+    check.fail("fencing_token", "item", "item must be a string (got " .. type(item) .. ")")
+  end
+  return self._owned[item]
+end
+
+--- Whether this member owns item now.
+function Allocator:owns(item)
+  return self._owned[item] ~= nil
+end
+
+--- set_strategy(name | function | loaded strategy): the strategy this member uses when it
+-- leads; a leader re-divides with it at once (on another member it applies when it leads).
+function Allocator:set_strategy(strategy)
+  self._strategy = resolve_strategy("set_strategy", strategy, "strategy")
+  self._ud:touch()
+  if self._ud:phase() ~= "idle" then self:_process() end
+end
+
+-- Whether the assignment (as read) was computed for these members and this set, and this
+-- member owns exactly its share.
+local function settled(self)
+  local ud = self._ud
+  if not ud:fresh() then return false end
+  local members, items = ud:members(), ud:partitions()
+  local _, assignment, computed_for = ud:assignment()
+  if not assignment then return #items == 0 and next(self._owned) == nil end
+  if #computed_for ~= #members then return false end
+  for i, m in ipairs(members) do
+    if computed_for[i] ~= m then return false end
+  end
+  local in_set = {}
+  for _, item in ipairs(items) do in_set[item] = true end
+  local owners, mine = owners_of(assignment), 0
+  for _, item in ipairs(items) do
+    if not owners[item] then return false end
+  end
+  for item, member in pairs(owners) do
+    if not in_set[item] then return false end
+    if member == self.identifier then
+      if not self._owned[item] then return false end
+      mine = mine + 1
+    end
+  end
+  for _ in pairs(self._owned) do mine = mine - 1 end
+  return mine == 0
+end
+
+--- Waits (running the event loop) until, as far as this member knows after a round trip to
+-- the server, the assignment covers the live members and the whole set and this member owns
+-- exactly its share: true, or false after timeout seconds (nil: no limit).
+function Allocator:wait_settled(timeout)
+  timeout = check.timeout("wait_settled", timeout)
+  not_from_a_hook(self, "wait_settled")
+  local client = self.client
+  local deadline = timeout and core.monotonic() + timeout
+  if client.state == "CONNECTED" then -- watches for earlier changes arrive before its reply
+    pcall(client.exists, client, self.path)
+  end
+  local remaining = deadline and math.max(deadline - core.monotonic(), 0)
+  return client.handler.wait(function()
+    self:_process()
+    return settled(self)
+  end, remaining)
+end
+
+function recipes.PartitionAllocator(client, opts)
+  if type(opts) ~= "table" then
+    check.fail(NAME, "options", "options must be a table {path = ..., ...} (got " ..
+               type(opts) .. ")")
+  end
+  check.options(NAME, opts, OPTIONS)
+  local path = check.path(NAME, opts.path)
+  if opts.allocator_fn ~= nil and opts.strategy ~= nil then
+    check.fail(NAME, "strategy", "give allocator_fn or strategy, not both")
+  end
+  local identifier = opts.identifier or default_identifier()
+  local _, bad = core.allocator_encode_items({ identifier })
+  if bad then
+    check.fail(NAME, "identifier", "identifier must be a non-empty UTF-8 string without NUL")
+  end
+  local strategy = opts.allocator_fn or resolve_strategy(NAME, opts.strategy or "round_robin",
+                                                         "strategy")
+  local max_reaction_time = number_option(NAME, opts.max_reaction_time, "max_reaction_time", 1)
+  local weight = number_option(NAME, opts.weight, "weight", 1, true)
+  local strategy_timeout = number_option(NAME, opts.strategy_timeout, "strategy_timeout", 10,
+                                         true)
+  local session = usable(client, NAME)
+  local ud = core.allocator(session, path, identifier, weight, opts.rejoin ~= false,
+                            client._default_acl)
+  local self = setmetatable({
+    client = client, path = path, identifier = identifier, weight = weight,
+    rejoin = opts.rejoin ~= false, max_reaction_time = max_reaction_time,
+    strategy_timeout = strategy_timeout, on_rebalance = opts.on_rebalance,
+    on_acquire = opts.on_acquire, on_release = opts.on_release,
+    _strategy = strategy, _ud = ud, _owned = {},
+    _members_path = paths.join(path, "members"),
+    _partitions_path = paths.join(path, "partitions"),
+  }, Allocator)
+  client:_add_notify_target(ud:id(), self)
+  return self
+end
+
+recipes.class = Allocator
+
+return recipes

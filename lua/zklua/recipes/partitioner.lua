@@ -1,0 +1,513 @@
+--- zklua.recipes.partitioner — kazoo's SetPartitioner, with a dynamic set and no endless
+-- ALLOCATING.
+--
+--   local qp = zk:SetPartitioner{path = "/work_queues", set = {"queue-1", "queue-2", "queue-3"}}
+--   while true do
+--     if qp.failed then error("Lost or unable to acquire partition")
+--     elseif qp.release then qp:release_set()
+--     elseif qp.acquired then for queue in qp:iter() do work_on(queue) end
+--     elseif qp.allocating then qp:wait_for_acquire() end
+--   end
+--
+-- The state machine is C (src/recipes/set_partitioner.c); the nodes are kazoo's, so kazoo and
+-- zklua members of one path split one set: the member joins <path>/party as a ShallowParty
+-- (<uuid4 hex>-<identifier>) and owns an item by holding the Lock <path>/locks/<item>.  The
+-- partition function runs here, in Lua, when the C side asks for it.
+--
+-- * States (kazoo's): ALLOCATING -> ACQUIRED once every lock of this member's share is held;
+--   ACQUIRED -> RELEASE when the party changes (or update_set() changed the set); RELEASE ->
+--   ALLOCATING through release_set(); FAILURE (unrecoverable: make a new SetPartitioner) on
+--   LOST, finish(), a conflict (below), a partition_func error or a ZooKeeper error that
+--   retries cannot fix.  qp.error says why (nil after finish()).
+-- * Allocation waits until the party stayed unchanged for time_boundary seconds, then calls
+--   partition_func(identifier, members, set) (default: kazoo's round-robin stride over the
+--   sorted set and the sorted members) and acquires all the share's locks at once.  A party
+--   change meanwhile abandons the attempt and starts over.
+-- * Items are strings or numbers (not mixed), distinct, each usable as a znode name.  An item
+--   names its lock as Python's str() would: strings as they are, integral numbers as ints
+--   ("3"), other numbers as Python's repr of a float ("0.5"); so kazoo members with the same
+--   set lock the same nodes.  Sorting is Python's: strings bytewise, numbers numerically.
+-- * No two members ever own an item at once: ownership is the item's lock.  fencing_token(item)
+--   is that lock's token (its node's czxid), which grows with every owner of the item.
+-- * No endless ALLOCATING (kazoo #392): when members hold different sets (or partition
+--   functions) two of them may want one item; if the acquire is still incomplete
+--   conflict_timeout seconds after it started (party unchanged, connected) and one of its
+--   locks waits behind another contender, the partitioner releases what it holds, leaves the
+--   party and goes to FAILURE with qp.error a LockTimeout naming the item and its holder.
+--   Default conflict_timeout: time_boundary + the session timeout + 10 * max_reaction_time
+--   (a holder that died, or the previous process of a restarted member with the same
+--   identifier, holds its locks until its session expires).
+-- * Dynamic set (kazoo #386): update_set(new_set) -> ACQUIRED becomes RELEASE, an allocation
+--   under way starts over with the new set.  Each member has its own set: update every member.
+-- * SUSPENDED (connection lost, session alive): no new claims — a settle window starts again
+--   once reconnected and lock acquires wait.  ACQUIRED stays ACQUIRED for a third of the
+--   session timeout (no other member can own an item before the server expires the session),
+--   then becomes RELEASE if still disconnected.
+-- * LOST (session expired) -> FAILURE (as kazoo): the locks and the party node went with the
+--   session.  stop()/close() of the client -> FAILURE too.
+-- * state_change_event: fn(state, qp), called from the event loop on every state change.
+-- * A SetPartitioner is kept alive by zklua until it reaches FAILURE (it acts on events).
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local check = require "zklua.check"
+local join = require("zklua.paths").join
+
+local recipes = {}
+
+local NOTIFY_PARTITION, NOTIFY_STATE = 2, 16
+local STATES = { "ALLOCATING", "ACQUIRED", "RELEASE", "FAILURE" }
+local FNAME = "SetPartitioner"
+
+local active = {} -- partitioners not yet in FAILURE: they act on events, so they stay alive
+
+local SetPartitioner = { __name = "zklua.SetPartitioner" }
+
+local fields = {
+  state = function(self) return self._ud:state() end,
+  failed = function(self) return self._ud:state() == "FAILURE" end,
+  release = function(self) return self._ud:state() == "RELEASE" end,
+  acquired = function(self) return self._ud:state() == "ACQUIRED" end,
+  allocating = function(self) return self._ud:state() == "ALLOCATING" end,
+}
+
+function SetPartitioner.__index(self, key)
+  local field = fields[key]
+  if field then return field(self) end
+  return SetPartitioner[key]
+end
+
+function SetPartitioner.__tostring(self)
+  return string.format("zklua.SetPartitioner(%s, %s, %s)", self.path, self.identifier,
+                       self._ud:state())
+end
+
+-- ---------------------------------------------------------------- items and their names
+
+local function copy(list)
+  local out = {}
+  for i = 1, #list do out[i] = list[i] end
+  return out
+end
+
+-- Python's repr() of a float: the shortest digits that read back as x, laid out as Python does
+-- (positional for exponents -5 < e < 16, with ".0" when integral; else d.ddde+XX).
+local function python_float(x)
+  local sign = x < 0 and "-" or ""
+  x = math.abs(x)
+  if x == 0 then return sign .. "0.0" end
+  local digits, exp
+  for precision = 1, 17 do
+    local s = string.format("%." .. (precision - 1) .. "e", x)
+    if tonumber(s) == x then
+      local mantissa, e = s:match("^([%d%.]+)e([-+]%d+)$")
+      digits, exp = mantissa:gsub("%.", ""):gsub("0+$", ""), tonumber(e)
+      break
+    end
+  end
+  if exp < -4 or exp >= 16 then
+    local m = #digits > 1 and digits:sub(1, 1) .. "." .. digits:sub(2) or digits
+    return string.format("%s%se%s%02d", sign, m, exp < 0 and "-" or "+", math.abs(exp))
+  end
+  if exp < 0 then return sign .. "0." .. string.rep("0", -exp - 1) .. digits end
+  if #digits <= exp + 1 then return sign .. digits .. string.rep("0", exp + 1 - #digits) .. ".0" end
+  return sign .. digits:sub(1, exp + 1) .. "." .. digits:sub(exp + 2)
+end
+recipes.python_float = python_float
+
+local function is_integral(x)
+  if math.type then
+    if math.type(x) == "integer" then return true end
+  end
+  return x == math.floor(x) and math.abs(x) < 2 ^ 53
+end
+
+--- The lock name of an item (as Python's str()), or nil and why it cannot be one.
+local function item_name(item)
+  if type(item) == "number" then
+    if item ~= item or item == math.huge or item == -math.huge then
+      return nil, "numbers must be finite"
+    end
+    return is_integral(item) and string.format("%d", item) or python_float(item)
+  elseif type(item) ~= "string" then
+    return nil, "items must be strings or numbers (got " .. type(item) .. ")"
+  elseif item == "" or item == "." or item == ".." or item:find("/", 1, true) then
+    return nil, "an item must be a znode name: not empty, '.', '..' or containing '/' (got " ..
+                string.format("%q", item) .. ")"
+  end
+  return item
+end
+recipes.item_name = item_name
+
+local function bytewise_less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- Lua's < on strings follows the locale (strcoll); under "C" it is bytewise already.
+local function string_less()
+  local locale = os.setlocale(nil, "collate")
+  if locale == "C" or locale == "POSIX" then return nil end
+  return bytewise_less
+end
+
+--- A sorted copy of list (strings bytewise, numbers numerically: Python's sorted()).
+local function sorted(list)
+  local out = copy(list)
+  table.sort(out, type(out[1]) == "string" and string_less() or nil)
+  return out
+end
+
+--- kazoo's default partition_func: member i (0-based, among the sorted members) owns the
+-- items i, i+n, i+2n, ... of the sorted set.
+function recipes.round_robin(identifier, members, set)
+  local workers = sorted(members)
+  local at
+  for i, member in ipairs(workers) do
+    if member == identifier then at = i; break end
+  end
+  if not at then error("identifier " .. tostring(identifier) .. " is not a party member", 0) end
+  local items, share = sorted(set), {}
+  for i = at, #items, #workers do share[#share + 1] = items[i] end
+  return share
+end
+
+-- Checks a set: a list of distinct strings, or of distinct numbers, each a znode name under
+-- lock_path.  Returns a copy and name -> item.
+local function check_set(fname, set, lock_path, argument)
+  argument = argument or "set"
+  if type(set) ~= "table" then
+    check.fail(fname, argument, argument .. " must be a list of strings or numbers (got " ..
+               type(set) .. ")")
+  end
+  local n = #set
+  for k in pairs(set) do
+    if type(k) ~= "number" or k < 1 or k > n or k ~= math.floor(k) then
+      check.fail(fname, argument, argument .. " must be a list (a table with keys 1..n): " ..
+                 "found key " .. tostring(k))
+    end
+  end
+  local copy, names, kind = {}, {}, nil
+  for i = 1, n do
+    local item = set[i]
+    local name, why = item_name(item)
+    if not name then check.fail(fname, argument, argument .. "[" .. i .. "]: " .. why) end
+    kind = kind or type(item)
+    if type(item) ~= kind then
+      check.fail(fname, argument, argument .. " mixes strings and numbers (Python cannot " ..
+                 "sort them either)")
+    end
+    if names[name] ~= nil then
+      check.fail(fname, argument, argument .. "[" .. i .. "] repeats the item " ..
+                 string.format("%q", name))
+    end
+    check.path(fname, join(lock_path, name), argument .. "[" .. i .. "] (as a lock path)")
+    names[name] = item
+    copy[i] = item
+  end
+  return copy, names
+end
+
+-- ---------------------------------------------------------------- the C side's requests
+
+local function log(self, message)
+  self.client:_log("ERROR", "SetPartitioner on " .. self.path .. ": " .. message)
+end
+
+-- The names of the share partition_func returned, or nil and what is wrong with it.
+local function share_names(self, share)
+  if type(share) ~= "table" then
+    return nil, "partition_func must return a list of items of the set (got " .. type(share) .. ")"
+  end
+  local names, seen = {}, {}
+  for i = 1, #share do
+    local name = item_name(share[i])
+    if not name or self._names[name] == nil then
+      return nil, "partition_func returned an item that is not in the set: " ..
+                  tostring(share[i])
+    end
+    if seen[name] then return nil, "partition_func returned the item " .. name .. " twice" end
+    seen[name] = true
+    names[i] = name
+  end
+  return names
+end
+
+-- The C side settled the party and asks for this member's share.
+function SetPartitioner:_partition()
+  local ud = self._ud
+  local attempt, nodes = ud:wanted()
+  if not attempt then return end -- answered already, or moot
+  local members = {}
+  for i, node in ipairs(nodes) do members[i] = node:match("^[^-]*%-(.*)$") or node end
+  local set, by_name = self._set, self._names
+  local ok, share = pcall(self._partition_func, self.identifier, members, copy(set))
+  local names, why
+  if ok then
+    names, why = share_names(self, share)
+  else
+    why = "partition_func raised an error: " .. tostring(share)
+  end
+  if self._set ~= set then return end -- update_set() ran meanwhile: that attempt is moot
+  if not names then
+    self.error = errors.KazooException(why, self.path)
+    log(self, why)
+    ud:fail(attempt)
+    return
+  end
+  if ud:assign(attempt, names) then
+    self._owned = by_name -- maps the share's names back to the items
+  end
+end
+
+-- Who holds item's lock (the first contender's identifier), for the conflict message.
+local function holder_of(self, name)
+  local path = join(self._lock_path, name)
+  local ok, holder = pcall(function()
+    local contenders = core.lock_contenders(self.client:get_children(path))
+    if not contenders[1] then return nil end
+    return (self.client:get(join(path, contenders[1])))
+  end)
+  if not ok or holder == nil then return "an unknown member" end
+  if holder == "" then return "a member that names itself nowhere (a kazoo process?)" end
+  return string.format("member %q", holder)
+end
+
+local function failure_error(self)
+  local why, rc = self._ud:failure()
+  if why == "lost" then
+    return errors.SessionExpiredError("the session expired: the partition is lost (make a " ..
+                                      "new SetPartitioner)", self.path)
+  elseif why == "closed" then
+    return errors.ConnectionClosedError("the client was stopped", self.path)
+  elseif why == "error" then
+    return errors.from_code(rc, self.path)
+  elseif why == "conflict" then
+    local name, blocker = self._ud:conflict()
+    local holder = holder_of(self, name)
+    local why = holder == string.format("member %q", self.identifier)
+      and "another member uses the same identifier"
+      or "the members disagree on the set or on partition_func (kazoo #392)"
+    return errors.LockTimeout(string.format("item %q is still held by %s %s s after this " ..
+      "member (%q) started acquiring its share: %s", name, holder,
+      tostring(self.conflict_timeout), self.identifier, why), join(self._lock_path, name),
+      { item = (self._owned or self._names)[name] or name, holder = holder, blocker = blocker })
+  end
+  return nil -- finished (or the partition error, set already)
+end
+
+function SetPartitioner:_notified(code)
+  if code == NOTIFY_PARTITION then
+    self:_partition()
+    return
+  end
+  local state = STATES[code - NOTIFY_STATE + 1]
+  if not state then return end
+  if state == "FAILURE" then
+    active[self] = nil
+    if self.error == nil then self.error = failure_error(self) end
+  end
+  if self._on_state then
+    local ok, err = pcall(self._on_state, state, self)
+    if not ok then log(self, "error in state_change_event: " .. tostring(err)) end
+  end
+end
+
+-- ---------------------------------------------------------------- waiting
+
+-- Waits until done(); while disconnected, at most a session timeout (then false).
+local function wait_connected(self, done)
+  local client, handler = self.client, self.client.handler
+  while not done() do
+    if not client._session then return false end
+    if client.state == "CONNECTED" then
+      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
+    else
+      local limit = math.max(client:session_timeout(), client._timeout)
+      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
+        return false
+      end
+    end
+  end
+  return true
+end
+
+-- ---------------------------------------------------------------- kazoo's API
+
+--- Waits (running the event loop) until the state is no longer ALLOCATING, at most timeout
+-- seconds (default 30, as kazoo; math.huge: no limit).  Returns qp.acquired.
+function SetPartitioner:wait_for_acquire(timeout)
+  timeout = check.timeout("wait_for_acquire", timeout)
+  if timeout == nil then timeout = 30 end
+  local ud = self._ud
+  self.client.handler.wait(function() return ud:state() ~= "ALLOCATING" end, timeout)
+  return ud:state() == "ACQUIRED"
+end
+
+--- Releases the set (deletes every item lock, waiting for it) and allocates again.  In
+-- ALLOCATING it starts the allocation over; in FAILURE it does nothing.  While disconnected
+-- it waits at most a session timeout: then the locks count as released (they are deleted
+-- once reconnected, or vanish with the session).
+function SetPartitioner:release_set()
+  local ud = self._ud
+  if not self.client._session then return end
+  ud:release_set()
+  if not wait_connected(self, function() return ud:state() ~= "RELEASE" end) then
+    ud:release_in_background()
+  end
+end
+
+--- Releases the set and leaves the party: FAILURE (kazoo's finish()).  Waits for the deletes
+-- (at most a session timeout while disconnected).
+function SetPartitioner:finish()
+  local ud = self._ud
+  active[self] = nil
+  if not self.client._session then return end
+  ud:finish()
+  wait_connected(self, function() return not ud:busy() end)
+end
+
+--- The items this member owns: while ACQUIRED, and in RELEASE until released (kazoo's
+-- list(qp)); empty otherwise.  A new table, in partition_func's order.
+function SetPartitioner:list()
+  local owned, out = self._owned, {}
+  if not owned then return out end
+  for i, name in ipairs(self._ud:items()) do out[i] = owned[name] end
+  return out
+end
+
+--- for item in qp:iter() do ... end (kazoo's `for partition in qp`).
+function SetPartitioner:iter()
+  local list, i = self:list(), 0
+  return function()
+    i = i + 1
+    return list[i]
+  end
+end
+
+function SetPartitioner.__len(self)
+  return #self._ud:items()
+end
+
+--- The fencing token of an owned item (its lock's czxid, growing with every owner); nil when
+-- this member does not own it.
+function SetPartitioner:fencing_token(item)
+  local name, why = item_name(item)
+  if not name then check.fail("fencing_token", "item", why) end
+  return self._ud:fencing_token(name)
+end
+
+--- Replaces the set (kazoo #386): ACQUIRED becomes RELEASE (release_set() then allocates with
+-- the new set); an allocation under way starts over.  Checked like the constructor's set.
+function SetPartitioner:update_set(new_set)
+  local set, names = check_set("update_set", new_set, self._lock_path, "new_set")
+  self._set, self._names = set, names
+  self._ud:set_changed()
+end
+
+--- The set this member partitions (a copy).
+function SetPartitioner:get_set()
+  return copy(self._set)
+end
+
+-- ---------------------------------------------------------------- construction
+
+local OPTIONS = {
+  path = "string", set = "table", partition_func = "function", identifier = "string",
+  time_boundary = "number", max_reaction_time = "number", state_change_event = "function",
+  conflict_timeout = "number",
+}
+local POSITIONAL = { "path", "set", "partition_func", "identifier", "time_boundary",
+                     "max_reaction_time", "state_change_event" }
+
+-- zk:SetPartitioner{path, set, ...} (named, or path and set first), or kazoo's positional
+-- order zk:SetPartitioner(path, set, partition_func, identifier, time_boundary, ...).
+local function options(...)
+  local first = ...
+  local opts = {}
+  if type(first) == "table" then
+    if select("#", ...) > 1 then
+      check.fail(FNAME, "options", "pass one options table, or kazoo's positional arguments")
+    end
+    for k, v in pairs(first) do
+      local key = k == 1 and "path" or k == 2 and "set" or k
+      if not OPTIONS[key] then check.fail(FNAME, tostring(k), "unknown option '" .. tostring(k) .. "'") end
+      if opts[key] ~= nil then check.fail(FNAME, key, key .. " is given twice") end
+      opts[key] = v
+    end
+  else
+    local args = { n = select("#", ...), ... }
+    if args.n > #POSITIONAL then check.fail(FNAME, "arguments", "too many arguments") end
+    for i = 1, args.n do opts[POSITIONAL[i]] = args[i] end
+  end
+  for key, want in pairs(OPTIONS) do
+    local v = opts[key]
+    if v ~= nil and type(v) ~= want then
+      check.fail(FNAME, key, key .. " must be a " .. want .. " (got " .. type(v) .. ")")
+    end
+  end
+  return opts
+end
+
+local function seconds(value, default, argument, positive)
+  if value == nil then return default end
+  if not (value >= 0 and value <= 1e7) or (positive and value == 0) then -- refuses NaN
+    check.fail(FNAME, argument, argument .. " must be a number of seconds " ..
+               (positive and "> 0" or ">= 0") .. " (got " .. tostring(value) .. ")")
+  end
+  return value
+end
+
+local function default_identifier()
+  return core.host_fqdn() .. "-" .. core.getpid()
+end
+recipes.default_identifier = default_identifier
+
+function recipes.SetPartitioner(client, ...)
+  local o = options(...)
+  local path = check.path(FNAME, o.path)
+  if o.set == nil then check.fail(FNAME, "set", "set is required (a list of items)") end
+  local lock_path, party_path = join(path, "locks"), join(path, "party")
+  local set, names = check_set(FNAME, o.set, lock_path)
+  local identifier = o.identifier
+  if identifier == nil or identifier == "" then identifier = default_identifier() end
+  if identifier:find("/", 1, true) then
+    check.fail(FNAME, "identifier", "identifier must not contain '/' (it is part of a node name)")
+  end
+  check.path(FNAME, join(party_path, string.rep("0", 32) .. "-" .. identifier),
+             "identifier (in the party node's name)")
+  local time_boundary = seconds(o.time_boundary, 30, "time_boundary")
+  local max_reaction_time = seconds(o.max_reaction_time, 1, "max_reaction_time")
+  local conflict_timeout = seconds(o.conflict_timeout, nil, "conflict_timeout", true)
+  local session = client:_usable_session(FNAME)
+  if not conflict_timeout then -- a dead holder's session lingers a session timeout at most
+    conflict_timeout = time_boundary + math.max(client:session_timeout(), client._timeout) +
+                       10 * max_reaction_time
+  end
+  for _, p in ipairs({ path, lock_path, party_path }) do client:ensure_path(p) end
+  local ud = core.set_partitioner(session, path, identifier, time_boundary, conflict_timeout,
+                                  client._default_acl)
+  local self = setmetatable({
+    client = client, path = path, identifier = identifier, time_boundary = time_boundary,
+    max_reaction_time = max_reaction_time, conflict_timeout = conflict_timeout,
+    _ud = ud, _set = set, _names = names, _lock_path = lock_path, _party_path = party_path,
+    _partition_func = o.partition_func or recipes.round_robin,
+    _on_state = o.state_change_event,
+  }, SetPartitioner)
+  client:_add_notify_target(ud:id(), self)
+  active[self] = true
+  -- kazoo joins the party in its constructor: so does this
+  client.handler.wait(function() return not ud:joining() or not client._session end)
+  if ud:state() == "FAILURE" then
+    active[self] = nil
+    error(failure_error(self) or errors.KazooException("could not join the party", party_path), 0)
+  end
+  return self
+end
+
+recipes.class = SetPartitioner
+
+return recipes

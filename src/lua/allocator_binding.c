@@ -1,0 +1,470 @@
+/*
+ * allocator_binding.c — the zklua.core allocator userdata: a thin wrapper over
+ * src/recipes/allocator.c, and the JSON helpers the Lua half needs for the set.
+ *
+ *   core.allocator(session, path, identifier, weight, rejoin, acl) -> allocator
+ *   a:start(seed_json) / a:leave() -> true, or nil and "busy" | "closed"
+ *   a:phase() -> "idle" | "joining" | "running" | "leaving";  a:rc(), a:ready(), a:fresh(),
+ *   a:is_leader(), a:id(), a:inflight(), a:publish_rc(), a:epoch()
+ *   a:take() -> acquired items, their tokens, items to release, items lost, compute epoch|nil
+ *   a:released(item) -> true when that item was being released
+ *   a:members() -> sorted identifiers, {identifier -> weight}
+ *   a:partitions() -> sorted items
+ *   a:assignment() -> generation, {member -> {items}}, {members it was computed for}
+ *     (generation only: none)
+ *   a:touch(); a:publish(epoch, {member -> {items}} | nil) -> true (published), false
+ *     (unchanged), or nil and "stale" | "invalid" | "too big" | "out of memory"
+ *   core.allocator_encode_items(list) -> JSON text, or nil and the 1-based index of an item
+ *     that is not a non-empty UTF-8 string without NUL
+ *   core.allocator_decode_items(text) -> list, or nil and why
+ *   core.allocator_node_name(s) -> s escaped for a znode name
+ *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
+ *
+ * The logic is in allocator.c; lua/zklua/recipes/allocator.lua runs the hooks and the
+ * strategy when told to (a notify event, ZKL_ALLOCATOR_NOTIFY_NEWS, target a:id()): no Lua is
+ * called from C.  SUSPENDED changes nothing here; LOST shows in the next take() (items lost)
+ * and in the phase.  Collecting the userdata frees the allocator with zkl_allocator_free()
+ * (a running one gives its items up in the background).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../recipes/allocator.h"
+#include "allocator_binding.h"
+#include "convert.h"
+#include "recipe_binding.h"
+
+static void forget_session(void *obj) { zkl_allocator_forget_session(obj); }
+static void free_allocator(void *obj) { zkl_allocator_free(obj); }
+
+static const zkl_recipe_type ALLOCATOR_TYPE = {"zklua.core.Allocator", "allocator",
+                                               forget_session, free_allocator};
+
+static zkl_allocator *check_allocator(lua_State *L)
+{
+    return zkl_recipe_check(L, &ALLOCATOR_TYPE)->obj;
+}
+
+/* A string that may name an item or a member: non-empty UTF-8 without NUL. */
+static int good_name(const char *s, size_t n)
+{
+    return n > 0 && memchr(s, '\0', n) == NULL && zkl_utf8_valid(s, n);
+}
+
+/* core.allocator(session, path, identifier, weight, rejoin, acl) */
+static int allocator_new(lua_State *L)
+{
+    zkl_session *const *slot = zkl_recipe_session(L);
+    const char *path = luaL_checkstring(L, 2);
+    size_t len;
+    const char *identifier = luaL_checklstring(L, 3, &len);
+    if (!good_name(identifier, len))
+        return luaL_argerror(L, 3, "identifier must be non-empty UTF-8 without NUL");
+    lua_Number weight = luaL_checknumber(L, 4);
+    if (!(weight > 0) || !isfinite(weight))
+        return luaL_argerror(L, 4, "weight must be a finite number > 0");
+    int rejoin = lua_toboolean(L, 5);
+    const struct ACL_vector *acl = NULL;
+    if (!lua_isnoneornil(L, 6))
+        acl = zkl_check_acl_list(L, 6, "acl");
+    zkl_recipe_box *box = zkl_recipe_box_new(L, &ALLOCATOR_TYPE, sizeof *box);
+    return zkl_recipe_box_set(L, &ALLOCATOR_TYPE, box,
+                              zkl_allocator_new(*slot, path, identifier, weight, rejoin, acl),
+                              slot);
+}
+
+static int allocator_start(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    size_t len;
+    const char *seed = luaL_checklstring(L, 2, &len);
+    return zkl_recipe_started(L, zkl_allocator_start(a, seed, len), NULL);
+}
+
+static int allocator_leave(lua_State *L)
+{
+    return zkl_recipe_started(L, zkl_allocator_leave(check_allocator(L)), NULL);
+}
+
+static int allocator_phase(lua_State *L)
+{
+    static const char *const names[] = {"idle", "joining", "running", "leaving"};
+    lua_pushstring(L, names[zkl_allocator_phase_of(check_allocator(L))]);
+    return 1;
+}
+
+static int allocator_rc(lua_State *L)
+{
+    lua_pushinteger(L, zkl_allocator_rc(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_ready(lua_State *L)
+{
+    lua_pushboolean(L, zkl_allocator_ready(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_fresh(lua_State *L)
+{
+    lua_pushboolean(L, zkl_allocator_fresh(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_is_leader(lua_State *L)
+{
+    lua_pushboolean(L, zkl_allocator_is_leader(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_id(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_allocator_id(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_inflight(lua_State *L)
+{
+    lua_pushinteger(L, zkl_allocator_inflight(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_publish_rc(lua_State *L)
+{
+    lua_pushinteger(L, zkl_allocator_publish_rc(check_allocator(L)));
+    return 1;
+}
+
+static int allocator_epoch(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_allocator_epoch(check_allocator(L)));
+    return 1;
+}
+
+static void push_strings(lua_State *L, char **list, size_t n)
+{
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, list[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+/* The news as Lua values; the C news is freed even when a push raises (out of memory):
+ * it lives in a userdata whose __gc frees it. */
+static int news_gc(lua_State *L)
+{
+    zkl_allocator_news_free(lua_touserdata(L, 1));
+    return 0;
+}
+
+static int allocator_take(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    zkl_allocator_news *news = lua_newuserdatauv(L, sizeof *news, 0);
+    memset(news, 0, sizeof *news);
+    if (luaL_newmetatable(L, "zklua.core.AllocatorNews")) {
+        lua_pushcfunction(L, news_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    if (zkl_allocator_take(a, news) != 0)
+        return luaL_error(L, "allocator: out of memory");
+    lua_createtable(L, (int)news->acquired_count, 0);
+    lua_createtable(L, (int)news->acquired_count, 0);
+    for (size_t i = 0; i < news->acquired_count; i++) {
+        lua_pushstring(L, news->acquired[i].item);
+        lua_rawseti(L, -3, (lua_Integer)i + 1);
+        lua_pushinteger(L, (lua_Integer)news->acquired[i].token);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    push_strings(L, news->release, news->release_count);
+    push_strings(L, news->lost, news->lost_count);
+    if (news->compute)
+        lua_pushinteger(L, (lua_Integer)news->compute);
+    else
+        lua_pushnil(L);
+    zkl_allocator_news_free(news);
+    return 5;
+}
+
+static int allocator_released(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    lua_pushboolean(L, zkl_allocator_released(a, luaL_checkstring(L, 2)));
+    return 1;
+}
+
+static int allocator_members(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    size_t n = zkl_allocator_member_count(a);
+    lua_createtable(L, (int)n, 0);
+    lua_createtable(L, 0, (int)n);
+    for (size_t i = 0; i < n; i++) {
+        double weight;
+        const char *id = zkl_allocator_member(a, i, &weight);
+        lua_pushstring(L, id);
+        lua_rawseti(L, -3, (lua_Integer)i + 1);
+        lua_pushnumber(L, weight);
+        lua_setfield(L, -2, id);
+    }
+    return 2;
+}
+
+static int allocator_partitions(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    size_t n = zkl_allocator_item_count(a);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, zkl_allocator_item(a, i));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int allocator_assignment(lua_State *L)
+{
+    int64_t generation;
+    const zkl_json *members;
+    const zkl_json *obj = zkl_allocator_assignment(check_allocator(L), &generation, &members);
+    lua_pushinteger(L, (lua_Integer)generation);
+    if (!obj)
+        return 1;
+    lua_createtable(L, 0, (int)obj->count);
+    for (size_t i = 0; i < obj->count; i++) {
+        const zkl_json *items = obj->values[i];
+        lua_createtable(L, (int)items->count, 0);
+        for (size_t j = 0; j < items->count; j++) {
+            lua_pushstring(L, items->values[j]->string); /* canonical: strings only */
+            lua_rawseti(L, -2, (lua_Integer)j + 1);
+        }
+        lua_setfield(L, -2, obj->keys[i]);
+    }
+    size_t n = members ? members->count : 0;
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) { /* canonical: strings only */
+        lua_pushstring(L, members->values[i]->string);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 3;
+}
+
+static int allocator_touch(lua_State *L)
+{
+    zkl_allocator_touch(check_allocator(L));
+    return 0;
+}
+
+/* Appends the JSON array of the strings in the table at idx: 0, or the 1-based index of the
+ * first entry that is not a good name (-1: not a table of them at all). */
+static lua_Integer encode_list(lua_State *L, int idx, zkl_json_buf *b)
+{
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    zkl_json_buf_raw(b, "[", 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, i);
+        size_t len;
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        if (!s || !good_name(s, len)) {
+            lua_pop(L, 1);
+            return i;
+        }
+        if (i > 1)
+            zkl_json_buf_raw(b, ",", 1);
+        zkl_json_buf_string(b, s, len);
+        lua_pop(L, 1);
+    }
+    zkl_json_buf_raw(b, "]", 1);
+    return 0;
+}
+
+/* The JSON buffer lives in a userdata whose __gc frees it, so a raise cannot leak it. */
+static int buf_gc(lua_State *L)
+{
+    zkl_json_buf_free(lua_touserdata(L, 1));
+    return 0;
+}
+
+static zkl_json_buf *new_buf(lua_State *L)
+{
+    zkl_json_buf *b = lua_newuserdatauv(L, sizeof *b, 0);
+    zkl_json_buf_init(b);
+    if (luaL_newmetatable(L, "zklua.core.JsonBuffer")) {
+        lua_pushcfunction(L, buf_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    return b;
+}
+
+/* Encodes {member -> {items}} at idx; 0, or -1 when it is not one. */
+static int encode_assignment(lua_State *L, int idx, zkl_json_buf *b)
+{
+    zkl_json_buf_raw(b, "{", 1);
+    int first = 1;
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+        size_t len;
+        const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tolstring(L, -2, &len) : NULL;
+        if (!key || !good_name(key, len) || lua_type(L, -1) != LUA_TTABLE) {
+            lua_pop(L, 2);
+            return -1;
+        }
+        if (!first)
+            zkl_json_buf_raw(b, ",", 1);
+        first = 0;
+        zkl_json_buf_string(b, key, len);
+        zkl_json_buf_raw(b, ":", 1);
+        if (encode_list(L, lua_gettop(L), b) != 0) {
+            lua_pop(L, 2);
+            return -1;
+        }
+        lua_pop(L, 1);
+    }
+    zkl_json_buf_raw(b, "}", 1);
+    return 0;
+}
+
+static int allocator_publish(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    uint64_t epoch = (uint64_t)luaL_checkinteger(L, 2);
+    int r;
+    if (lua_isnoneornil(L, 3)) {
+        r = zkl_allocator_publish(a, epoch, NULL, 0);
+    } else {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        zkl_json_buf *b = new_buf(L);
+        if (encode_assignment(L, 3, b) != 0) {
+            lua_pushnil(L);
+            lua_pushliteral(L, "invalid");
+            return 2;
+        }
+        if (b->failed)
+            return luaL_error(L, "allocator: out of memory");
+        r = zkl_allocator_publish(a, epoch, b->data, b->len);
+    }
+    if (r >= 0) {
+        lua_pushboolean(L, r == 1);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushstring(L, errno == ESTALE    ? "stale"
+                      : errno == EMSGSIZE ? "too big"
+                      : errno == EINVAL   ? "invalid"
+                                          : "out of memory");
+    return 2;
+}
+
+/* core.allocator_encode_items(list) -> text, or nil and the index of a bad item */
+static int encode_items(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    zkl_json_buf *b = new_buf(L);
+    lua_Integer bad = encode_list(L, 1, b);
+    if (bad) {
+        lua_pushnil(L);
+        lua_pushinteger(L, bad);
+        return 2;
+    }
+    if (b->failed)
+        return luaL_error(L, "allocator: out of memory");
+    lua_pushlstring(L, b->data, b->len);
+    return 1;
+}
+
+static int tree_gc(lua_State *L)
+{
+    zkl_json **tree = lua_touserdata(L, 1);
+    zkl_json_free(*tree);
+    *tree = NULL;
+    return 0;
+}
+
+/* core.allocator_decode_items(text) -> list, or nil and why */
+static int decode_items(lua_State *L)
+{
+    size_t len;
+    const char *text = luaL_checklstring(L, 1, &len);
+    zkl_json **tree = lua_newuserdatauv(L, sizeof *tree, 0);
+    *tree = NULL;
+    if (luaL_newmetatable(L, "zklua.core.JsonTree")) {
+        lua_pushcfunction(L, tree_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    const char *error = NULL;
+    *tree = zkl_json_parse(text, len, &error);
+    if (!*tree || (*tree)->type != ZKL_JSON_ARRAY) {
+        lua_pushnil(L);
+        lua_pushstring(L, *tree ? "not a JSON array" : error);
+        return 2;
+    }
+    const zkl_json *list = *tree;
+    lua_createtable(L, (int)list->count, 0);
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->values[i]->type != ZKL_JSON_STRING) {
+            lua_pushnil(L);
+            lua_pushliteral(L, "an entry is not a string");
+            return 2;
+        }
+        lua_pushstring(L, list->values[i]->string);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int node_name(lua_State *L)
+{
+    char *name = zkl_allocator_node_name(luaL_checkstring(L, 1));
+    if (!name)
+        return luaL_error(L, "out of memory");
+    lua_pushstring(L, name);
+    free(name);
+    return 1;
+}
+
+static int max_node(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_allocator_max_node(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static const luaL_Reg allocator_methods[] = {
+    {"start", allocator_start},
+    {"leave", allocator_leave},
+    {"phase", allocator_phase},
+    {"rc", allocator_rc},
+    {"ready", allocator_ready},
+    {"fresh", allocator_fresh},
+    {"is_leader", allocator_is_leader},
+    {"id", allocator_id},
+    {"inflight", allocator_inflight},
+    {"publish_rc", allocator_publish_rc},
+    {"epoch", allocator_epoch},
+    {"take", allocator_take},
+    {"released", allocator_released},
+    {"members", allocator_members},
+    {"partitions", allocator_partitions},
+    {"assignment", allocator_assignment},
+    {"touch", allocator_touch},
+    {"publish", allocator_publish},
+    {NULL, NULL},
+};
+
+void zkl_register_allocator(lua_State *L)
+{
+    zkl_recipe_register(L, &ALLOCATOR_TYPE, allocator_methods, "allocator", allocator_new);
+    static const luaL_Reg helpers[] = {
+        {"allocator_encode_items", encode_items},
+        {"allocator_decode_items", decode_items},
+        {"allocator_node_name", node_name},
+        {"allocator_max_node", max_node},
+        {NULL, NULL},
+    };
+    luaL_setfuncs(L, helpers, 0);
+}

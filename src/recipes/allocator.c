@@ -1,0 +1,1135 @@
+/*
+ * allocator.c — see allocator.h.  The group half of the allocator: joining (ENSURE the paths,
+ * SEED the set, CREATE the member node, CHECK it after a lost reply, WAIT while another
+ * session holds our identifier), following members (a listing, then a read of each member
+ * node for its weight and czxid), the set and the assignment with watches, choosing the
+ * leader (oldest member node), publishing what the leader's owner computed, and leaving.
+ * The items are allocator_claims.c's.
+ *
+ * Only the result of the op each part waits for counts (op ids); anything else that comes
+ * back is stale and only counted.  Everything is level-triggered (allocator_private.h):
+ * zkl_alloc_update() runs after every change and sends what is needed.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/acl.h"
+#include "../core/ops.h"
+#include "allocator_private.h"
+#include "common.h"
+
+enum { MAX_ENSURE_ROUNDS = 10, MAX_PACKET = 1024 * 1024 - 1, REQUEST_FRAMING = 128 };
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
+static void on_state(zkl_session *s, zkl_state state, void *ctx);
+
+/* ---------------------------------------------------------------- small helpers */
+
+size_t zkl_allocator_max_node(const char *node_path)
+{
+    return MAX_PACKET - strlen(node_path) - REQUEST_FRAMING;
+}
+
+int zkl_alloc_connected(const zkl_allocator *a)
+{
+    return a->s && zkl_session_state(a->s) == ZKL_CONNECTED;
+}
+
+int zkl_alloc_push_string(char ***q, size_t *n, size_t *cap, const char *s)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **grown = realloc(*q, c * sizeof *grown);
+        if (!grown)
+            return -1;
+        *q = grown;
+        *cap = c;
+    }
+    char *copy = strdup(s);
+    if (!copy)
+        return -1;
+    (*q)[(*n)++] = copy;
+    return 0;
+}
+
+static void free_strings(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+static uint64_t counted(zkl_allocator *a, uint64_t id, int watch)
+{
+    if (id)
+        a->inflight += 1 + watch;
+    return id;
+}
+
+static int is_connection_rc(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+static int is_session_rc(int rc)
+{
+    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING || rc == ZAUTHFAILED;
+}
+
+static int member_cmp(const void *pa, const void *pb)
+{
+    return strcmp(((const member_info *)pa)->id, ((const member_info *)pb)->id);
+}
+
+/* ---------------------------------------------------------------- what is known */
+
+static void free_members(member_info *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(m[i].id);
+    free(m);
+}
+
+static void drop_round(zkl_allocator *a)
+{
+    free_members(a->round, a->round_count);
+    free(a->round_ops);
+    a->round = NULL;
+    a->round_ops = NULL;
+    a->round_count = a->round_pending = 0;
+}
+
+static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int version,
+                           int64_t generation)
+{
+    zkl_json_free(a->assignment);
+    free(a->assignment_body);
+    a->assignment = tree;
+    a->assignment_body = body;
+    a->assignment_version = version;
+    a->generation = generation;
+}
+
+/* Forgets what was read of the group (the session went, or we stopped). */
+static void forget_group(zkl_allocator *a)
+{
+    free_members(a->members, a->member_count);
+    a->members = NULL;
+    a->member_count = 0;
+    a->members_loaded = a->need_members = 0;
+    a->members_op = a->members_watch = 0;
+    drop_round(a);
+    free_strings(a->items, a->item_count);
+    a->items = NULL;
+    a->item_count = 0;
+    set_assignment(a, NULL, NULL, -1, 0);
+    followed_node *f[] = {&a->partitions, &a->assignment_node};
+    for (size_t i = 0; i < 2; i++) {
+        f[i]->need = f[i]->loaded = f[i]->op_exists = 0;
+        f[i]->op_id = f[i]->watch_id = 0;
+    }
+    a->leader = 0;
+    free(a->publish_data);
+    a->publish_data = NULL;
+    a->publish_op = 0;
+}
+
+/* Reads an assignment node's data into a->assignment, or leaves none when it is not one. */
+static void read_assignment(zkl_allocator *a, const char *data, int len, int version)
+{
+    zkl_json *tree = zkl_json_parse(data ? data : "", data ? (size_t)len : 0, NULL);
+    zkl_json_buf key;
+    zkl_json_buf_init(&key);
+    const zkl_json *gen = zkl_json_get(tree, "generation");
+    if (tree && zkl_alloc_assignment_key(zkl_json_get(tree, "members"), zkl_json_get(tree, "assignment"),
+                               &key) == 0) {
+        int64_t g = gen && gen->type == ZKL_JSON_NUMBER && gen->number >= 0 ? (int64_t)gen->number
+                                                                              : 0;
+        set_assignment(a, tree, key.data, version, g);
+        return;
+    }
+    zkl_json_free(tree);
+    zkl_json_buf_free(&key);
+    set_assignment(a, NULL, NULL, version, 0); /* unreadable: the leader writes over it */
+}
+
+static int same_items(char **a, size_t na, char **b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static int same_members(const member_info *a, size_t na, const member_info *b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i].id, b[i].id) != 0 || a[i].weight != b[i].weight ||
+            a[i].czxid != b[i].czxid)
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- the leader */
+
+static int oldest_member_is_us(const zkl_allocator *a)
+{
+    if (!a->joined || !a->members_loaded || a->member_count == 0)
+        return 0;
+    int present = 0;
+    for (size_t i = 0; i < a->member_count; i++) {
+        if (a->members[i].czxid < a->my_czxid)
+            return 0;
+        if (strcmp(a->members[i].id, a->identifier) == 0 && a->members[i].czxid == a->my_czxid)
+            present = 1;
+    }
+    return present;
+}
+
+static int compute_needed(const zkl_allocator *a)
+{
+    return a->phase == ZKL_ALLOCATOR_RUNNING && a->leader && a->members_loaded &&
+           a->partitions.loaded && a->assignment_node.loaded && a->epoch != a->answered_epoch &&
+           a->epoch != a->asked_epoch && !a->publish_data && !a->publish_op;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static void fail_join(zkl_allocator *a, int rc)
+{
+    a->phase = ZKL_ALLOCATOR_IDLE;
+    a->rc = rc;
+    a->join_op = a->join_watch = 0;
+    zkl_alloc_notify(a);
+}
+
+static void join_send(zkl_allocator *a)
+{
+    uint64_t id = 0;
+    switch (a->jstep) {
+    case JOIN_ENSURE:
+        zkl_create_path(a->s, a->members_path, &a->acl, &a->route, &a->inflight, &id);
+        zkl_create_path(a->s, a->owners_path, &a->acl, &a->route, &a->inflight, &id);
+        break;
+    case JOIN_SEED:
+        id = counted(a, zkl_op_create(a->s, a->partitions.path, a->seed, (int)a->seed_len,
+                                      &a->acl, ZOO_PERSISTENT, 0, &a->route), 0);
+        break;
+    case JOIN_CREATE:
+        id = counted(a, zkl_op_create(a->s, a->member_node, a->member_data,
+                                      (int)a->member_data_len, &a->acl, ZOO_EPHEMERAL, 1,
+                                      &a->route), 0);
+        break;
+    case JOIN_CHECK:
+        id = counted(a, zkl_op_get(a->s, a->member_node, 1, &a->route), 1);
+        a->join_watch = id;
+        break;
+    case JOIN_WAIT:
+        return; /* for join_watch */
+    }
+    a->join_op = id;
+    if (!id)
+        fail_join(a, ZSYSTEMERROR);
+}
+
+static void follow_send(zkl_allocator *a, followed_node *f)
+{
+    if (!f->need || f->op_id)
+        return;
+    f->need = 0;
+    f->op_exists = 0;
+    f->op_id = f->watch_id = counted(a, zkl_op_get(a->s, f->path, 1, &a->route), 1);
+    if (!f->op_id)
+        f->need = 1; /* out of memory: the next update tries again */
+}
+
+static void members_send(zkl_allocator *a)
+{
+    if (!a->need_members || a->members_op || a->round_ops)
+        return;
+    a->need_members = 0;
+    a->members_op = a->members_watch =
+        counted(a, zkl_op_children(a->s, a->members_path, 1, &a->route), 1);
+    if (!a->members_op)
+        a->need_members = 1;
+}
+
+static void publish_send(zkl_allocator *a)
+{
+    if (!a->publish_data || a->publish_op)
+        return;
+    const char *p = a->assignment_node.path;
+    int len = (int)a->publish_len;
+    a->publish_op =
+        a->publish_version < 0
+            ? counted(a, zkl_op_create(a->s, p, a->publish_data, len, &a->acl, ZOO_PERSISTENT,
+                                       1, &a->route), 0)
+            : counted(a, zkl_op_set(a->s, p, a->publish_data, len, a->publish_version,
+                                    &a->route), 0);
+}
+
+static void leave_send(zkl_allocator *a)
+{
+    if (a->member_gone || a->leave_op || a->join_op)
+        return;
+    if (!a->joined) {
+        if (a->jstep == JOIN_CHECK) /* a create whose reply was lost: is the node ours? */
+            join_send(a);
+        else
+            a->member_gone = 1; /* never made (or another session's) */
+        return;
+    }
+    a->leave_op = counted(a, zkl_op_delete(a->s, a->member_node, -1, &a->route), 0);
+}
+
+static void send_needed(zkl_allocator *a)
+{
+    if (!zkl_alloc_connected(a))
+        return;
+    switch (a->phase) {
+    case ZKL_ALLOCATOR_JOINING:
+        if (!a->join_op)
+            join_send(a);
+        break;
+    case ZKL_ALLOCATOR_RUNNING:
+        members_send(a);
+        follow_send(a, &a->partitions);
+        follow_send(a, &a->assignment_node);
+        publish_send(a);
+        break;
+    case ZKL_ALLOCATOR_LEAVING:
+        leave_send(a);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- deciding */
+
+static void finish_leave_if_done(zkl_allocator *a)
+{
+    if (a->phase != ZKL_ALLOCATOR_LEAVING || !a->member_gone || zkl_claims_busy(a))
+        return;
+    a->phase = ZKL_ALLOCATOR_IDLE;
+    a->rc = ZOK;
+    forget_group(a);
+    zkl_alloc_notify(a);
+}
+
+static int has_news(const zkl_allocator *a)
+{
+    return a->acquired_n || a->release_n || a->lost_n || compute_needed(a);
+}
+
+void zkl_alloc_notify(zkl_allocator *a)
+{
+    if (a->orphaned || !a->s || a->notify_pending)
+        return;
+    if (zkl_session_notify(a->s, a->id, ZKL_ALLOCATOR_NOTIFY_NEWS) == 0)
+        a->notify_pending = 1;
+}
+
+static void settle(zkl_allocator *a)
+{
+    finish_leave_if_done(a);
+    if (has_news(a))
+        zkl_alloc_notify(a);
+}
+
+static const zkl_json *my_items(const zkl_allocator *a)
+{
+    return zkl_json_get(zkl_json_get(a->assignment, "assignment"), a->identifier);
+}
+
+void zkl_alloc_update(zkl_allocator *a)
+{
+    if (!a->s)
+        return;
+    if (a->phase == ZKL_ALLOCATOR_RUNNING && a->assignment_node.loaded)
+        zkl_claims_set_target(a, my_items(a));
+    else if (a->phase != ZKL_ALLOCATOR_RUNNING && a->phase != ZKL_ALLOCATOR_JOINING)
+        zkl_claims_clear_target(a);
+    int leader = a->phase == ZKL_ALLOCATOR_RUNNING && oldest_member_is_us(a);
+    if (leader && !a->leader)
+        a->epoch++; /* a new leader looks at everything afresh */
+    a->leader = leader;
+    zkl_claims_reconcile(a);
+    send_needed(a);
+    settle(a);
+}
+
+/* ---------------------------------------------------------------- results */
+
+static void joined(zkl_allocator *a, int64_t czxid)
+{
+    a->joined = 1;
+    a->my_czxid = czxid;
+    a->ensure_rounds = 0;
+    if (a->phase != ZKL_ALLOCATOR_JOINING)
+        return; /* leaving: it is deleted next */
+    a->phase = ZKL_ALLOCATOR_RUNNING;
+    a->need_members = 1;
+    a->partitions.need = a->assignment_node.need = 1;
+    a->epoch++;
+    zkl_alloc_notify(a);
+}
+
+static int own_member_node(const zkl_allocator *a, const zkl_event *ev)
+{
+    int64_t session;
+    char passwd[16];
+    return ev->has_stat && zkl_session_client_id(a->s, &session, passwd) == 0 &&
+           ev->stat.ephemeralOwner == session;
+}
+
+static void ensure_again(zkl_allocator *a)
+{
+    if (++a->ensure_rounds > MAX_ENSURE_ROUNDS)
+        fail_join(a, ZNONODE); /* someone keeps deleting the path */
+    else
+        a->jstep = JOIN_ENSURE;
+}
+
+static void join_result(zkl_allocator *a, const zkl_event *ev)
+{
+    int rc = ev->rc;
+    if (is_session_rc(rc))
+        return; /* the state listener decides */
+    if (is_connection_rc(rc)) {
+        if (a->jstep == JOIN_CREATE)
+            a->jstep = JOIN_CHECK; /* the node may exist: look before creating again */
+        return;
+    }
+    switch (a->jstep) {
+    case JOIN_ENSURE:
+        a->jstep = JOIN_SEED; /* a path that could not be made shows at the creates */
+        break;
+    case JOIN_SEED:
+        if (rc == ZOK || rc == ZNODEEXISTS)
+            a->jstep = JOIN_CREATE;
+        else if (rc == ZNONODE)
+            ensure_again(a);
+        else
+            fail_join(a, rc);
+        break;
+    case JOIN_CREATE:
+        if (rc == ZOK)
+            joined(a, ev->stat.czxid);
+        else if (rc == ZNODEEXISTS)
+            a->jstep = JOIN_CHECK;
+        else if (rc == ZNONODE)
+            ensure_again(a);
+        else
+            fail_join(a, rc);
+        break;
+    case JOIN_CHECK:
+        if (rc == ZOK && own_member_node(a, ev)) {
+            a->jstep = JOIN_CREATE;
+            joined(a, ev->stat.czxid);
+        } else if (rc == ZOK) { /* another session has our identifier: wait for it to go */
+            a->jstep = a->join_watch ? JOIN_WAIT : JOIN_CREATE;
+        } else if (rc == ZNONODE) {
+            a->jstep = JOIN_CREATE;
+        } else {
+            fail_join(a, rc);
+        }
+        if (a->phase == ZKL_ALLOCATOR_LEAVING && !a->joined)
+            a->member_gone = 1; /* nothing of ours to delete */
+        break;
+    case JOIN_WAIT:
+        break;
+    }
+}
+
+static void round_result(zkl_allocator *a, size_t i, const zkl_event *ev)
+{
+    a->round_ops[i] = 0;
+    a->round_pending--;
+    member_info *m = &a->round[i];
+    if (ev->rc == ZOK && ev->has_stat) {
+        zkl_json *tree = zkl_json_parse(ev->data ? ev->data : "", (size_t)ev->data_len, NULL);
+        const zkl_json *w = zkl_json_get(tree, "weight");
+        m->weight = w && w->type == ZKL_JSON_NUMBER && w->number > 0 && isfinite(w->number)
+                        ? w->number
+                        : 1;
+        m->czxid = ev->stat.czxid;
+        zkl_json_free(tree);
+    } else {
+        if (is_connection_rc(ev->rc))
+            a->need_members = 1; /* this listing failed: list again */
+        free(m->id);
+        m->id = NULL; /* gone meanwhile, or unknown */
+    }
+    if (a->round_pending > 0)
+        return;
+    if (!a->need_members) { /* a whole, fresh listing */
+        size_t n = 0;
+        for (size_t k = 0; k < a->round_count; k++)
+            if (a->round[k].id)
+                a->round[n++] = a->round[k];
+        qsort(a->round, n, sizeof *a->round, member_cmp);
+        if (!a->members_loaded || !same_members(a->members, a->member_count, a->round, n)) {
+            free_members(a->members, a->member_count);
+            a->members = a->round;
+            a->member_count = n;
+            a->round = NULL;
+            a->round_count = 0;
+            a->epoch++;
+        }
+        a->members_loaded = 1;
+        int present = 0;
+        for (size_t k = 0; k < a->member_count; k++)
+            if (strcmp(a->members[k].id, a->identifier) == 0 &&
+                a->members[k].czxid == a->my_czxid)
+                present = 1;
+        if (!present && a->phase == ZKL_ALLOCATOR_RUNNING) { /* our node was deleted */
+            a->joined = 0;
+            a->phase = ZKL_ALLOCATOR_JOINING;
+            a->jstep = JOIN_CREATE;
+        }
+    }
+    drop_round(a);
+}
+
+static void start_round(zkl_allocator *a, const zkl_event *ev)
+{
+    size_t n = (size_t)(ev->string_count > 0 ? ev->string_count : 0);
+    a->round_ops = calloc(n ? n : 1, sizeof *a->round_ops);
+    a->round = calloc(n ? n : 1, sizeof *a->round);
+    if (!a->round_ops || !a->round) {
+        drop_round(a);
+        a->need_members = 1;
+        return;
+    }
+    a->round_count = n;
+    for (size_t i = 0; i < n; i++) {
+        char *id = zkl_allocator_node_unname(ev->strings[i]);
+        char *p = id ? zkl_join_path(a->members_path, ev->strings[i]) : NULL;
+        uint64_t op = p ? counted(a, zkl_op_get(a->s, p, 0, &a->route), 0) : 0;
+        free(p);
+        if (!op) {
+            free(id); /* not a member node of ours (or out of memory): skipped */
+            continue;
+        }
+        a->round[i].id = id;
+        a->round_ops[i] = op;
+        a->round_pending++;
+    }
+    if (a->round_pending == 0) { /* nothing to read: finish with an empty round */
+        a->round_pending = 1;
+        a->round_ops[0] = 0;
+        zkl_event none;
+        memset(&none, 0, sizeof none);
+        none.rc = ZNONODE;
+        round_result(a, 0, &none);
+    }
+}
+
+static void members_result(zkl_allocator *a, const zkl_event *ev)
+{
+    if (ev->rc == ZOK) {
+        start_round(a, ev);
+    } else if (ev->rc == ZNONODE) { /* the group's path went: our member node with it */
+        zkl_event empty;
+        memset(&empty, 0, sizeof empty);
+        empty.rc = ZOK;
+        start_round(a, &empty);
+    } else if (is_connection_rc(ev->rc)) {
+        a->need_members = 1; /* (any other error: the listing stays as it was) */
+    }
+}
+
+static void partitions_read(zkl_allocator *a, const char *data, int len)
+{
+    char **items;
+    size_t n;
+    if (zkl_alloc_read_items(data, len, &items, &n) != 0) {
+        a->partitions.need = 1; /* out of memory: again later */
+        return;
+    }
+    if (!a->partitions.loaded || !same_items(a->items, a->item_count, items, n)) {
+        free_strings(a->items, a->item_count);
+        a->items = items;
+        a->item_count = n;
+        a->epoch++;
+    } else {
+        free_strings(items, n);
+    }
+    a->partitions.loaded = 1;
+}
+
+static void assignment_read(zkl_allocator *a, const char *data, int len, int version)
+{
+    if (a->assignment_node.loaded && version == a->assignment_version)
+        return; /* what we have (e.g. our own publish, read back) */
+    read_assignment(a, data, len, version);
+    a->assignment_node.loaded = 1;
+    a->epoch++; /* changed by someone else: the leader looks again */
+}
+
+/* A followed node's read came back: data read, or the node is missing (then its creation is
+ * watched with an exists). */
+static void follow_result(zkl_allocator *a, followed_node *f, const zkl_event *ev)
+{
+    int rc = ev->rc;
+    if (is_session_rc(rc))
+        return;
+    if (is_connection_rc(rc)) {
+        f->need = 1; /* again once CONNECTED */
+        return;
+    }
+    if (rc != ZOK && rc != ZNONODE) /* unreadable (an ACL): counts as empty, not retried */
+        rc = ZNONODE;
+    if (f->op_exists) {
+        if (rc == ZOK)
+            f->need = 1; /* it exists now: read it */
+        return;
+    }
+    if (rc == ZNONODE && ev->rc == ZNONODE) {
+        f->op_exists = 1;
+        f->op_id = f->watch_id = counted(a, zkl_op_exists(a->s, f->path, 1, &a->route), 1);
+        if (!f->op_id)
+            f->need = 1;
+    }
+    const char *data = rc == ZOK ? ev->data : NULL;
+    int len = rc == ZOK ? ev->data_len : 0;
+    if (f == &a->partitions)
+        partitions_read(a, data, len);
+    else
+        assignment_read(a, data, len, rc == ZOK ? ev->stat.version : -1);
+}
+
+static void published(zkl_allocator *a, const zkl_event *ev)
+{
+    int rc = ev->rc;
+    if (rc == ZOK) {
+        int version = ev->has_stat ? ev->stat.version : 0;
+        read_assignment(a, a->publish_data, (int)a->publish_len, version); /* ours, now */
+        a->publish_rc = ZOK;
+    } else if (!is_session_rc(rc)) {
+        /* someone else changed it, or the outcome is unknown: read it and compute again */
+        a->assignment_node.need = 1;
+        if (rc != ZBADVERSION && rc != ZNODEEXISTS && rc != ZNONODE && !is_connection_rc(rc))
+            a->publish_rc = rc;
+        else
+            a->epoch++;
+    }
+    free(a->publish_data);
+    a->publish_data = NULL;
+}
+
+static void leave_result(zkl_allocator *a, const zkl_event *ev)
+{
+    if (ev->rc == ZOK || ev->rc == ZNONODE) {
+        a->member_gone = 1;
+        a->joined = 0;
+    } else if (is_connection_rc(ev->rc)) {
+        a->joined = 0; /* was it deleted?  look before deleting again */
+        a->jstep = JOIN_CHECK;
+    } else if (!is_session_rc(ev->rc)) {
+        a->member_gone = 1; /* cannot delete it: it goes with the session */
+        a->rc = ev->rc;
+    }
+}
+
+static int take_round_op(zkl_allocator *a, uint64_t id, size_t *i)
+{
+    for (size_t k = 0; k < a->round_count; k++) {
+        if (a->round_ops && a->round_ops[k] == id) {
+            *i = k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void on_op(zkl_allocator *a, const zkl_event *ev)
+{
+    uint64_t id = ev->id;
+    size_t i;
+    if (id == a->join_op) {
+        a->join_op = 0;
+        join_result(a, ev);
+    } else if (id == a->members_op) {
+        a->members_op = 0;
+        members_result(a, ev);
+    } else if (take_round_op(a, id, &i)) {
+        round_result(a, i, ev);
+    } else if (id == a->partitions.op_id) {
+        a->partitions.op_id = 0;
+        follow_result(a, &a->partitions, ev);
+    } else if (id == a->assignment_node.op_id) {
+        a->assignment_node.op_id = 0;
+        follow_result(a, &a->assignment_node, ev);
+    } else if (id == a->publish_op) {
+        a->publish_op = 0;
+        published(a, ev);
+    } else if (id == a->leave_op) {
+        a->leave_op = 0;
+        leave_result(a, ev);
+    }
+}
+
+/* A watch of ours fired (or was dropped): read again what it guarded.  A watch the library
+ * did not register (NOTWATCHING while its op is still the one we wait for) only clears: the
+ * op's own result decides. */
+static void on_watch(zkl_allocator *a, const zkl_event *ev)
+{
+    uint64_t id = ev->id;
+    int fired = ev->type != ZOO_NOTWATCHING_EVENT ||
+                (id != a->join_op && id != a->members_op && id != a->partitions.op_id &&
+                 id != a->assignment_node.op_id);
+    if (id == a->join_watch) {
+        a->join_watch = 0;
+        if (fired && a->jstep == JOIN_WAIT)
+            a->jstep = JOIN_CREATE;
+    } else if (id == a->members_watch) {
+        a->members_watch = 0;
+        a->need_members |= fired;
+    } else if (id == a->partitions.watch_id) {
+        a->partitions.watch_id = 0;
+        a->partitions.need |= fired;
+    } else if (id == a->assignment_node.watch_id) {
+        a->assignment_node.watch_id = 0;
+        a->assignment_node.need |= fired;
+    }
+}
+
+/* Every op of ours that asks for a watch (gets, children, exists): when the library could
+ * not take it, no watch call will come. */
+static void settle_unwatched(zkl_allocator *a, const zkl_event *ev)
+{
+    if (ev->watch_requested || ev->op == ZKL_OP_CREATE || ev->op == ZKL_OP_SET ||
+        ev->op == ZKL_OP_DELETE)
+        return;
+    uint64_t *watches[] = {&a->join_watch, &a->members_watch, &a->partitions.watch_id,
+                           &a->assignment_node.watch_id};
+    for (size_t i = 0; i < 4; i++) {
+        if (*watches[i] == ev->id) {
+            *watches[i] = 0;
+            a->inflight--;
+            return;
+        }
+    }
+}
+
+static void destroy(zkl_allocator *a);
+
+static void maybe_destroy(zkl_allocator *a)
+{
+    if (a->orphaned && a->inflight <= 0 && (!a->s || a->phase == ZKL_ALLOCATOR_IDLE))
+        destroy(a);
+}
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)s;
+    zkl_allocator *a = ctx;
+    a->inflight--;
+    if (ev->kind == ZKL_EV_OP) {
+        settle_unwatched(a, ev);
+        if (a->s && a->phase != ZKL_ALLOCATOR_IDLE)
+            on_op(a, ev);
+    } else if (ev->kind == ZKL_EV_WATCH && a->s) {
+        on_watch(a, ev);
+    }
+    zkl_alloc_update(a);
+    maybe_destroy(a);
+}
+
+void zkl_alloc_after_item_event(zkl_allocator *a)
+{
+    settle(a);
+    maybe_destroy(a);
+}
+
+/* The session expired (closed_rc 0) or was closed: every node of ours is gone. */
+static void session_lost(zkl_allocator *a, int closed_rc)
+{
+    zkl_claims_lose_all(a);
+    forget_group(a);
+    a->joined = 0;
+    a->join_op = a->join_watch = a->leave_op = 0;
+    a->ensure_rounds = 0;
+    if (a->phase == ZKL_ALLOCATOR_IDLE)
+        return;
+    if (a->phase == ZKL_ALLOCATOR_LEAVING) { /* done: everything went with the session */
+        a->phase = ZKL_ALLOCATOR_IDLE;
+        a->rc = ZOK;
+    } else if (closed_rc || !a->rejoin || a->orphaned) {
+        a->phase = ZKL_ALLOCATOR_IDLE;
+        a->rc = closed_rc ? closed_rc : ZSESSIONEXPIRED;
+    } else {
+        a->phase = ZKL_ALLOCATOR_JOINING; /* a new member node on the new session */
+        a->jstep = JOIN_CREATE;
+    }
+    zkl_alloc_notify(a);
+}
+
+static void on_state(zkl_session *s, zkl_state state, void *ctx)
+{
+    zkl_allocator *a = ctx;
+    if (state == ZKL_LOST) {
+        if (zkl_session_is_stopped(s))
+            session_lost(a, ZCLOSING);
+        else if (zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED)
+            session_lost(a, ZAUTHFAILED);
+        else
+            session_lost(a, 0);
+    }
+    zkl_alloc_update(a);
+    maybe_destroy(a);
+}
+
+/* ---------------------------------------------------------------- public */
+
+static void destroy(zkl_allocator *a)
+{
+    if (a->s && a->listening)
+        zkl_session_remove_state_listener(a->s, on_state, a);
+    zkl_claims_free_all(a);
+    forget_group(a);
+    free(a->buckets);
+    free(a->acquired_q);
+    free_strings(a->release_q, a->release_n);
+    free_strings(a->lost_q, a->lost_n);
+    free(a->path);
+    free(a->members_path);
+    free(a->owners_path);
+    free(a->member_node);
+    free(a->partitions.path);
+    free(a->assignment_node.path);
+    free(a->identifier);
+    free(a->member_data);
+    free(a->seed);
+    zkl_acl_free(&a->acl);
+    free(a);
+}
+
+static char *member_data(double weight, size_t *len)
+{
+    zkl_json_buf b;
+    zkl_json_buf_init(&b);
+    zkl_json_buf_raw(&b, "{\"weight\":", 10);
+    zkl_json_buf_number(&b, weight);
+    zkl_json_buf_raw(&b, "}", 1);
+    if (b.failed) {
+        zkl_json_buf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return b.data;
+}
+
+zkl_allocator *zkl_allocator_new(zkl_session *s, const char *path, const char *identifier,
+                                 double weight, int rejoin, const struct ACL_vector *acl)
+{
+    zkl_allocator *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->s = s;
+    a->route.fn = on_route;
+    a->route.ctx = a;
+    a->id = zkl_session_new_target(s);
+    a->rejoin = rejoin;
+    a->assignment_version = -1;
+    char *name = zkl_allocator_node_name(identifier);
+    a->path = strdup(path);
+    a->identifier = strdup(identifier);
+    a->members_path = zkl_join_path(path, "members");
+    a->owners_path = zkl_join_path(path, "owners");
+    a->partitions.path = zkl_join_path(path, "partitions");
+    a->assignment_node.path = zkl_join_path(path, "assignment");
+    a->member_node = name && a->members_path ? zkl_join_path(a->members_path, name) : NULL;
+    a->member_data = member_data(weight, &a->member_data_len);
+    free(name);
+    errno = 0;
+    if (!a->path || !a->identifier || !a->owners_path || !a->partitions.path ||
+        !a->assignment_node.path || !a->member_node || !a->member_data ||
+        zkl_acl_copy(&a->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0 ||
+        zkl_session_add_state_listener(s, on_state, a) != 0) {
+        if (!errno)
+            errno = ENOMEM;
+        a->s = NULL;
+        destroy(a);
+        return NULL;
+    }
+    a->listening = 1;
+    return a;
+}
+
+void zkl_allocator_free(zkl_allocator *a)
+{
+    if (!a)
+        return;
+    a->orphaned = 1;
+    if (a->s && a->phase != ZKL_ALLOCATOR_IDLE) {
+        /* nobody can run release hooks any more: give everything up at once */
+        for (size_t i = 0; i < a->bucket_count; i++) {
+            for (item_rec *r = a->buckets[i]; r; r = r->next) {
+                if (r->reported || r->release_asked) {
+                    r->release_asked = r->released = 1;
+                    r->reported = 0;
+                }
+            }
+        }
+        if (a->phase != ZKL_ALLOCATOR_LEAVING)
+            zkl_allocator_leave(a);
+        zkl_alloc_update(a);
+    }
+    maybe_destroy(a);
+}
+
+void zkl_allocator_forget_session(zkl_allocator *a)
+{
+    zkl_claims_free_all(a);
+    forget_group(a);
+    a->s = NULL;
+    a->inflight = 0; /* the session delivered (or dropped) everything before it went */
+    a->joined = 0;
+    a->join_op = a->join_watch = a->leave_op = 0;
+    if (a->phase != ZKL_ALLOCATOR_IDLE) {
+        a->rc = a->phase == ZKL_ALLOCATOR_LEAVING ? ZOK : ZCLOSING;
+        a->phase = ZKL_ALLOCATOR_IDLE;
+    }
+}
+
+int zkl_allocator_start(zkl_allocator *a, const char *seed, size_t seed_len)
+{
+    if (!a->s) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (a->phase != ZKL_ALLOCATOR_IDLE) {
+        errno = EALREADY;
+        return -1;
+    }
+    char *copy = malloc(seed_len + 1);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(copy, seed, seed_len);
+    copy[seed_len] = '\0';
+    free(a->seed);
+    a->seed = copy;
+    a->seed_len = seed_len;
+    a->phase = ZKL_ALLOCATOR_JOINING;
+    a->jstep = JOIN_ENSURE;
+    a->rc = ZOK;
+    a->publish_rc = ZOK;
+    a->ensure_rounds = 0;
+    a->member_gone = 0;
+    zkl_alloc_update(a);
+    return 0;
+}
+
+int zkl_allocator_leave(zkl_allocator *a)
+{
+    if (!a->s || a->phase == ZKL_ALLOCATOR_IDLE || a->phase == ZKL_ALLOCATOR_LEAVING) {
+        errno = EALREADY;
+        return -1;
+    }
+    a->phase = ZKL_ALLOCATOR_LEAVING;
+    a->member_gone = 0;
+    a->leader = 0;
+    free(a->publish_data);
+    a->publish_data = NULL;
+    zkl_alloc_update(a);
+    return 0;
+}
+
+zkl_allocator_phase zkl_allocator_phase_of(const zkl_allocator *a) { return a->phase; }
+int zkl_allocator_rc(const zkl_allocator *a) { return a->rc; }
+int zkl_allocator_is_leader(const zkl_allocator *a) { return a->leader; }
+uint64_t zkl_allocator_id(const zkl_allocator *a) { return a->id; }
+long zkl_allocator_inflight(const zkl_allocator *a) { return a->inflight; }
+int zkl_allocator_publish_rc(const zkl_allocator *a) { return a->publish_rc; }
+uint64_t zkl_allocator_epoch(const zkl_allocator *a) { return a->epoch; }
+
+int zkl_allocator_ready(const zkl_allocator *a)
+{
+    return a->phase == ZKL_ALLOCATOR_RUNNING && a->members_loaded && a->partitions.loaded &&
+           a->assignment_node.loaded;
+}
+
+int zkl_allocator_fresh(const zkl_allocator *a)
+{
+    const followed_node *f[] = {&a->partitions, &a->assignment_node};
+    for (size_t i = 0; i < 2; i++)
+        if (f[i]->need || (f[i]->op_id && !f[i]->op_exists))
+            return 0;
+    return zkl_allocator_ready(a) && !a->need_members && !a->members_op && !a->round_ops &&
+           !a->publish_data && !a->publish_op && (!a->leader || a->epoch == a->answered_epoch);
+}
+
+int zkl_allocator_take(zkl_allocator *a, zkl_allocator_news *news)
+{
+    memset(news, 0, sizeof *news);
+    if (zkl_claims_take_acquired(a, &news->acquired, &news->acquired_count) != 0)
+        return -1;
+    news->release = a->release_q;
+    news->release_count = a->release_n;
+    news->lost = a->lost_q;
+    news->lost_count = a->lost_n;
+    a->release_q = a->lost_q = NULL;
+    a->release_n = a->release_cap = a->lost_n = a->lost_cap = 0;
+    if (compute_needed(a)) {
+        news->compute = a->epoch;
+        a->asked_epoch = a->epoch;
+    }
+    a->notify_pending = 0;
+    return 0;
+}
+
+void zkl_allocator_news_free(zkl_allocator_news *news)
+{
+    for (size_t i = 0; i < news->acquired_count; i++)
+        free(news->acquired[i].item);
+    free(news->acquired);
+    free_strings(news->release, news->release_count);
+    free_strings(news->lost, news->lost_count);
+    memset(news, 0, sizeof *news);
+}
+
+int zkl_allocator_released(zkl_allocator *a, const char *item)
+{
+    if (!a->s)
+        return 0;
+    int r = zkl_claims_released(a, item);
+    if (r)
+        zkl_alloc_update(a);
+    return r;
+}
+
+size_t zkl_allocator_member_count(const zkl_allocator *a) { return a->member_count; }
+
+const char *zkl_allocator_member(const zkl_allocator *a, size_t i, double *weight)
+{
+    if (i >= a->member_count)
+        return NULL;
+    if (weight)
+        *weight = a->members[i].weight;
+    return a->members[i].id;
+}
+
+size_t zkl_allocator_item_count(const zkl_allocator *a) { return a->item_count; }
+
+const char *zkl_allocator_item(const zkl_allocator *a, size_t i)
+{
+    return i < a->item_count ? a->items[i] : NULL;
+}
+
+const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation,
+                                         const zkl_json **members)
+{
+    if (generation)
+        *generation = a->generation;
+    if (members)
+        *members = zkl_json_get(a->assignment, "members");
+    return zkl_json_get(a->assignment, "assignment");
+}
+
+void zkl_allocator_touch(zkl_allocator *a)
+{
+    a->epoch++;
+    if (a->s)
+        zkl_alloc_update(a);
+}
+
+/* The live members as a JSON array (sorted: a->members is). */
+static int members_json(const zkl_allocator *a, zkl_json_buf *out)
+{
+    zkl_json_buf_raw(out, "[", 1);
+    for (size_t i = 0; i < a->member_count; i++) {
+        if (i > 0)
+            zkl_json_buf_raw(out, ",", 1);
+        zkl_json_buf_string(out, a->members[i].id, strlen(a->members[i].id));
+    }
+    zkl_json_buf_raw(out, "]", 1);
+    return out->failed ? -1 : 0;
+}
+
+/* {"generation":G,"leader":ID,"members":MEMBERS,"assignment":BODY} */
+static char *assignment_data(const zkl_allocator *a, const char *members, const char *body,
+                             size_t *len)
+{
+    zkl_json_buf b;
+    zkl_json_buf_init(&b);
+    zkl_json_buf_raw(&b, "{\"generation\":", 14);
+    zkl_json_buf_number(&b, (double)(a->generation + 1));
+    zkl_json_buf_raw(&b, ",\"leader\":", 10);
+    zkl_json_buf_string(&b, a->identifier, strlen(a->identifier));
+    zkl_json_buf_raw(&b, ",\"members\":", 11);
+    zkl_json_buf_raw(&b, members, strlen(members));
+    zkl_json_buf_raw(&b, ",\"assignment\":", 14);
+    zkl_json_buf_raw(&b, body, strlen(body));
+    zkl_json_buf_raw(&b, "}", 1);
+    if (b.failed) {
+        zkl_json_buf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return b.data;
+}
+
+int zkl_allocator_publish(zkl_allocator *a, uint64_t epoch, const char *body, size_t len)
+{
+    if (!a->s || !a->leader || epoch != a->epoch || a->phase != ZKL_ALLOCATOR_RUNNING) {
+        errno = ESTALE;
+        return -1;
+    }
+    a->answered_epoch = epoch;
+    if (!body)
+        return 0;
+    zkl_json *tree = zkl_json_parse(body, len, NULL);
+    zkl_json_buf members, key;
+    zkl_json_buf_init(&members);
+    zkl_json_buf_init(&key);
+    size_t members_len = 0;
+    int bad = members_json(a, &members) != 0;
+    if (!bad) {
+        members_len = members.len;
+        zkl_json_buf_raw(&key, members.data, members.len);
+        bad = zkl_alloc_canonical_assignment(tree, &key) != 0;
+    }
+    zkl_json_free(tree);
+    if (bad) {
+        errno = members.failed || key.failed ? ENOMEM : EINVAL;
+        zkl_json_buf_free(&members);
+        zkl_json_buf_free(&key);
+        return -1;
+    }
+    if (a->assignment_body && strcmp(a->assignment_body, key.data) == 0) {
+        zkl_json_buf_free(&members);
+        zkl_json_buf_free(&key);
+        return 0; /* the same members own the same items: nothing to publish */
+    }
+    size_t data_len = 0;
+    char *data = assignment_data(a, members.data, key.data + members_len, &data_len);
+    zkl_json_buf_free(&members);
+    zkl_json_buf_free(&key);
+    if (!data) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (data_len > zkl_allocator_max_node(a->assignment_node.path)) {
+        free(data);
+        errno = EMSGSIZE;
+        return -1;
+    }
+    free(a->publish_data);
+    a->publish_data = data;
+    a->publish_len = data_len;
+    a->publish_version = a->assignment_version;
+    zkl_alloc_update(a);
+    return 1;
+}

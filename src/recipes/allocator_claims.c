@@ -1,0 +1,569 @@
+/*
+ * allocator_claims.c — the allocator's items: one record per item it wants or holds, each a
+ * small state machine over the item's owner node (see allocator_private.h for the states).
+ *
+ * Guarantees (the heart of allocator.h's "no two sessions hold one item"):
+ * - An item counts as held only after OUR create of its EPHEMERAL owner node succeeded, or
+ *   after reading that node showed our session as its ephemeralOwner and our identifier as
+ *   its data (a create whose reply was lost).  A node held by another session is watched and
+ *   the create is tried again once it is gone.
+ * - A held item the owner was told about is deleted only after the owner said it released
+ *   it (zkl_claims_released).  A delete whose reply was lost is never sent blindly again:
+ *   the node is read first, and deleted only if it is still ours.
+ * - Creates go out only while CONNECTED, while the allocator runs, and while no release is
+ *   under way (releases first, then claims).
+ * - Records live while they are wanted, held, queued or have something in flight; each op or
+ *   watch is counted on its record and on the allocator, so nothing is freed under an event.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/ops.h"
+#include "allocator_private.h"
+#include "common.h"
+
+enum { MAX_ENSURE_ROUNDS = 10 };
+
+/* ---------------------------------------------------------------- the table */
+
+static uint64_t hash_string(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+item_rec *zkl_claims_find(zkl_allocator *a, const char *item)
+{
+    if (a->bucket_count == 0)
+        return NULL;
+    item_rec *r = a->buckets[hash_string(item) & (a->bucket_count - 1)];
+    while (r && strcmp(r->item, item) != 0)
+        r = r->next;
+    return r;
+}
+
+static int grow_table(zkl_allocator *a)
+{
+    size_t count = a->bucket_count ? a->bucket_count * 2 : 64;
+    item_rec **buckets = calloc(count, sizeof *buckets);
+    if (!buckets)
+        return -1;
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        item_rec *r = a->buckets[i];
+        while (r) {
+            item_rec *next = r->next;
+            size_t b = hash_string(r->item) & (count - 1);
+            r->next = buckets[b];
+            buckets[b] = r;
+            r = next;
+        }
+    }
+    free(a->buckets);
+    a->buckets = buckets;
+    a->bucket_count = count;
+    return 0;
+}
+
+static item_rec *add_record(zkl_allocator *a, const char *item)
+{
+    if (a->rec_count >= a->bucket_count && grow_table(a) != 0)
+        return NULL;
+    item_rec *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    char *name = zkl_allocator_node_name(item);
+    r->item = strdup(item);
+    r->node = name ? zkl_join_path(a->owners_path, name) : NULL;
+    free(name);
+    if (!r->item || !r->node) {
+        free(r->item);
+        free(r->node);
+        free(r);
+        return NULL;
+    }
+    r->a = a;
+    size_t b = hash_string(item) & (a->bucket_count - 1);
+    r->next = a->buckets[b];
+    a->buckets[b] = r;
+    a->rec_count++;
+    return r;
+}
+
+static void free_record(zkl_allocator *a, item_rec *r)
+{
+    item_rec **p = &a->buckets[hash_string(r->item) & (a->bucket_count - 1)];
+    while (*p != r)
+        p = &(*p)->next;
+    *p = r->next;
+    a->rec_count--;
+    free(r->item);
+    free(r->node);
+    free(r);
+}
+
+/* Nothing left to do for r, and nothing of it in flight: it can go. */
+static int idle(const item_rec *r)
+{
+    return r->st == CLAIM_NONE && !r->want && !r->queued && !r->release_asked &&
+           !r->released && !r->reported && r->inflight == 0;
+}
+
+static int is_releasing(const item_rec *r)
+{
+    return r->release_asked || r->released || r->st == CLAIM_DELETING;
+}
+
+/* How many records count as releasing, counted afresh (after a pass over all of them). */
+static size_t count_releasing(const zkl_allocator *a)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->bucket_count; i++)
+        for (const item_rec *r = a->buckets[i]; r; r = r->next)
+            n += (size_t)is_releasing(r);
+    return n;
+}
+
+size_t zkl_claims_releasing(const zkl_allocator *a)
+{
+    return a->releasing;
+}
+
+int zkl_claims_busy(const zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        for (const item_rec *r = a->buckets[i]; r; r = r->next) {
+            if (r->st == CLAIM_CREATING || r->st == CLAIM_CHECKING || r->st == CLAIM_HELD ||
+                r->st == CLAIM_DELETING || r->release_asked || r->released)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx);
+
+static uint64_t counted(item_rec *r, uint64_t id, int watch)
+{
+    if (id) {
+        r->inflight += 1 + watch;
+        r->a->inflight += 1 + watch;
+    }
+    return id;
+}
+
+static void send_create(item_rec *r)
+{
+    zkl_allocator *a = r->a;
+    zkl_route route = {on_item_route, r};
+    r->op_id = counted(r, zkl_op_create(a->s, r->node, a->identifier, (int)strlen(a->identifier),
+                                        &a->acl, ZOO_EPHEMERAL, 1, &route), 0);
+    r->st = r->op_id ? CLAIM_CREATING : CLAIM_NONE;
+    if (!r->op_id)
+        r->failed = ZSYSTEMERROR;
+}
+
+/* Reads the node with a watch: whose is it?  (From NONE, or from HELD when unsure.) */
+static void send_check(item_rec *r)
+{
+    zkl_route route = {on_item_route, r};
+    uint64_t id = counted(r, zkl_op_get(r->a->s, r->node, 1, &route), 1);
+    if (!id) {
+        r->failed = ZSYSTEMERROR;
+        return;
+    }
+    r->op_id = r->watch_id = id;
+    r->st = CLAIM_CHECKING;
+}
+
+static void send_delete(item_rec *r)
+{
+    zkl_route route = {on_item_route, r};
+    r->op_id = counted(r, zkl_op_delete(r->a->s, r->node, -1, &route), 0);
+    if (r->op_id)
+        r->st = CLAIM_DELETING;
+    else
+        r->failed = ZSYSTEMERROR;
+}
+
+static void queue_acquired(item_rec *r)
+{
+    zkl_allocator *a = r->a;
+    if (r->queued)
+        return;
+    if (a->acquired_n == a->acquired_cap) {
+        size_t cap = a->acquired_cap ? a->acquired_cap * 2 : 16;
+        item_rec **q = realloc(a->acquired_q, cap * sizeof *q);
+        if (!q)
+            return; /* reported at a later pass */
+        a->acquired_q = q;
+        a->acquired_cap = cap;
+    }
+    a->acquired_q[a->acquired_n++] = r;
+    r->queued = 1;
+}
+
+/* The owner knew r and it is gone without a release: tell it. */
+static void report_lost(item_rec *r)
+{
+    zkl_allocator *a = r->a;
+    if (r->reported)
+        zkl_alloc_push_string(&a->lost_q, &a->lost_n, &a->lost_cap, r->item);
+    r->reported = r->release_asked = r->released = 0;
+}
+
+/* ---------------------------------------------------------------- deciding */
+
+/* What r needs besides a new claim: releases, deletes, news. */
+static void settle_record(item_rec *r)
+{
+    zkl_allocator *a = r->a;
+    int connected = zkl_alloc_connected(a);
+    switch (r->st) {
+    case CLAIM_WAITING:
+        if (!r->want)
+            r->st = CLAIM_NONE; /* its watch comes back later, unheeded */
+        break;
+    case CLAIM_HELD:
+        if (r->released || (!r->want && !r->reported)) {
+            if (connected && !r->failed) {
+                if (r->unsure)
+                    send_check(r);
+                else
+                    send_delete(r);
+            }
+        } else if (!r->want) {
+            if (!r->release_asked &&
+                zkl_alloc_push_string(&a->release_q, &a->release_n, &a->release_cap,
+                                      r->item) == 0)
+                r->release_asked = 1;
+        } else if (!r->reported) {
+            queue_acquired(r);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+static int may_claim(const zkl_allocator *a)
+{
+    return a->s && a->phase == ZKL_ALLOCATOR_RUNNING && zkl_alloc_connected(a);
+}
+
+static void claim(item_rec *r)
+{
+    if (r->st != CLAIM_NONE || !r->want || r->failed)
+        return;
+    if (r->unsure)
+        send_check(r);
+    else
+        send_create(r);
+}
+
+void zkl_claims_reconcile(zkl_allocator *a)
+{
+    if (!a->s)
+        return;
+    for (size_t i = 0; i < a->bucket_count; i++)
+        for (item_rec *r = a->buckets[i]; r; r = r->next)
+            settle_record(r);
+    a->releasing = count_releasing(a);
+    if (may_claim(a) && a->releasing == 0) {
+        for (size_t i = 0; i < a->bucket_count; i++)
+            for (item_rec *r = a->buckets[i]; r; r = r->next)
+                claim(r);
+    }
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        item_rec *r = a->buckets[i];
+        while (r) {
+            item_rec *next = r->next;
+            if (idle(r))
+                free_record(a, r);
+            r = next;
+        }
+    }
+}
+
+void zkl_claims_clear_target(zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->bucket_count; i++)
+        for (item_rec *r = a->buckets[i]; r; r = r->next)
+            r->want = 0;
+}
+
+void zkl_claims_set_target(zkl_allocator *a, const zkl_json *items)
+{
+    zkl_claims_clear_target(a);
+    for (size_t i = 0; i < a->bucket_count; i++) /* a new look: retry what failed */
+        for (item_rec *r = a->buckets[i]; r; r = r->next)
+            r->failed = 0;
+    if (!items || items->type != ZKL_JSON_ARRAY)
+        return;
+    for (size_t i = 0; i < items->count; i++) {
+        const zkl_json *v = items->values[i];
+        if (v->type != ZKL_JSON_STRING || v->string[0] == '\0')
+            continue;
+        item_rec *r = zkl_claims_find(a, v->string);
+        if (!r)
+            r = add_record(a, v->string);
+        if (r)
+            r->want = 1; /* out of memory: claimed at a later pass */
+    }
+}
+
+/* ---------------------------------------------------------------- results */
+
+static int own_node(const item_rec *r, const zkl_event *ev)
+{
+    int64_t session;
+    char passwd[16];
+    if (!ev->has_stat || zkl_session_client_id(r->a->s, &session, passwd) != 0)
+        return 0;
+    size_t n = strlen(r->a->identifier);
+    return ev->stat.ephemeralOwner == session && ev->data_len == (int)n &&
+           memcmp(ev->data, r->a->identifier, n) == 0;
+}
+
+static void created(item_rec *r, const zkl_event *ev)
+{
+    switch (ev->rc) {
+    case ZOK:
+        r->st = CLAIM_HELD;
+        r->czxid = ev->stat.czxid;
+        r->unsure = 0;
+        break;
+    case ZNODEEXISTS:
+        r->st = CLAIM_NONE;
+        r->unsure = 1; /* read it: whose is it? */
+        break;
+    case ZNONODE: /* the owners path is missing: make it, then create again */
+        r->st = CLAIM_NONE;
+        if (++r->ensure_rounds > MAX_ENSURE_ROUNDS) {
+            r->failed = ZNONODE;
+        } else {
+            uint64_t last;
+            long before = r->inflight;
+            zkl_route route = {on_item_route, r};
+            zkl_create_path(r->a->s, r->a->owners_path, &r->a->acl, &route, &r->inflight,
+                            &last);
+            r->a->inflight += r->inflight - before; /* the create follows them, in order */
+        }
+        break;
+    default:
+        r->st = CLAIM_NONE;
+        r->failed = ev->rc;
+        break;
+    }
+}
+
+static void checked(item_rec *r, const zkl_event *ev)
+{
+    if (ev->rc == ZOK && own_node(r, ev)) {
+        r->st = CLAIM_HELD; /* ours: a create whose reply was lost, or not yet deleted */
+        r->czxid = ev->stat.czxid;
+        r->unsure = 0;
+        return; /* the watch stays: it fires if the node goes */
+    }
+    if (ev->rc != ZOK && ev->rc != ZNONODE) {
+        r->st = r->released ? CLAIM_HELD : CLAIM_NONE;
+        r->failed = ev->rc;
+        return;
+    }
+    r->unsure = 0;
+    if (r->released || r->reported) { /* our node is gone (deleted, or someone else's now) */
+        if (r->released)
+            r->reported = r->release_asked = r->released = 0;
+        else
+            report_lost(r);
+    }
+    /* another session's node: wait for it to go (unless its watch came already) */
+    r->st = ev->rc == ZOK && r->want && r->watch_id ? CLAIM_WAITING : CLAIM_NONE;
+}
+
+static void deleted(item_rec *r, const zkl_event *ev)
+{
+    if (ev->rc == ZOK || ev->rc == ZNONODE) {
+        r->st = CLAIM_NONE;
+        r->reported = r->release_asked = r->released = 0;
+        r->czxid = 0;
+    } else {
+        r->st = CLAIM_HELD;
+        r->failed = ev->rc;
+    }
+}
+
+static void on_item_op(item_rec *r, const zkl_event *ev)
+{
+    switch (ev->rc) {
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:
+    case ZCLOSING:
+    case ZAUTHFAILED:
+        return; /* the state listener hears LOST and resets every record */
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT: /* unknown outcome: read the node before anything else */
+        r->unsure = 1;
+        r->st = r->st == CLAIM_DELETING || (r->st == CLAIM_CHECKING && r->released)
+                    ? CLAIM_HELD
+                    : CLAIM_NONE;
+        return;
+    default:
+        break;
+    }
+    switch (r->st) {
+    case CLAIM_CREATING: created(r, ev); break;
+    case CLAIM_CHECKING: checked(r, ev); break;
+    case CLAIM_DELETING: deleted(r, ev); break;
+    default: break;
+    }
+}
+
+static void on_item_watch(item_rec *r, const zkl_event *ev)
+{
+    if (ev->type == ZOO_NOTWATCHING_EVENT && ev->id == r->op_id)
+        return; /* not registered: the read's own result decides */
+    if (r->st == CLAIM_WAITING) {
+        r->st = CLAIM_NONE; /* the other owner's node changed: try again */
+    } else if (r->st == CLAIM_HELD && ev->type == ZOO_DELETED_EVENT && !r->released) {
+        r->st = CLAIM_NONE; /* our node was deleted under us (not by us) */
+        report_lost(r);
+    }
+}
+
+static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)s;
+    item_rec *r = ctx;
+    zkl_allocator *a = r->a;
+    int was_releasing = is_releasing(r);
+    r->inflight--;
+    a->inflight--;
+    if (ev->kind == ZKL_EV_OP) {
+        if (ev->op == ZKL_OP_GET && !ev->watch_requested) { /* no watch will come */
+            r->inflight--;
+            a->inflight--;
+            if (r->watch_id == ev->id)
+                r->watch_id = 0;
+        }
+        if (ev->id == r->op_id && a->s) {
+            r->op_id = 0;
+            on_item_op(r, ev);
+        }
+    } else if (ev->kind == ZKL_EV_WATCH && ev->id == r->watch_id && a->s) {
+        r->watch_id = 0;
+        on_item_watch(r, ev);
+    }
+    if (a->s) {
+        settle_record(r);
+        int now_releasing = is_releasing(r);
+        if (now_releasing && !was_releasing)
+            a->releasing++;
+        else if (!now_releasing && was_releasing && a->releasing > 0)
+            a->releasing--;
+        if (may_claim(a) && a->releasing == 0) {
+            if (was_releasing) {
+                zkl_claims_reconcile(a); /* the last release is done: every claim may start */
+                r = NULL;                /* (and r may be gone) */
+            } else {
+                claim(r);
+            }
+        }
+    }
+    if (r && idle(r))
+        free_record(a, r);
+    zkl_alloc_after_item_event(a); /* may free a */
+}
+
+/* ---------------------------------------------------------------- session changes */
+
+void zkl_claims_lose_all(zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->acquired_n; i++)
+        a->acquired_q[i]->queued = 0;
+    a->acquired_n = 0;
+    a->releasing = 0;
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        item_rec *r = a->buckets[i];
+        while (r) {
+            item_rec *next = r->next;
+            report_lost(r);
+            r->st = CLAIM_NONE;
+            r->want = r->unsure = r->failed = r->ensure_rounds = 0;
+            r->op_id = r->watch_id = 0; /* what comes back of them is stale */
+            r->czxid = 0;
+            if (idle(r))
+                free_record(a, r);
+            r = next;
+        }
+    }
+}
+
+void zkl_claims_free_all(zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        item_rec *r = a->buckets[i];
+        while (r) {
+            item_rec *next = r->next;
+            free(r->item);
+            free(r->node);
+            free(r);
+            r = next;
+        }
+        a->buckets[i] = NULL;
+    }
+    a->rec_count = 0;
+    a->acquired_n = 0;
+    a->releasing = 0;
+}
+
+int zkl_claims_released(zkl_allocator *a, const char *item)
+{
+    item_rec *r = zkl_claims_find(a, item);
+    if (!r || !r->release_asked || r->released)
+        return 0;
+    r->released = 1; /* still releasing (until deleted): the count does not change */
+    r->reported = 0;
+    settle_record(r);
+    return 1;
+}
+
+int zkl_claims_take_acquired(zkl_allocator *a, zkl_allocator_grant **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (a->acquired_n == 0)
+        return 0;
+    zkl_allocator_grant *grants = calloc(a->acquired_n, sizeof *grants);
+    if (!grants)
+        return -1;
+    size_t count = 0;
+    for (size_t i = 0; i < a->acquired_n; i++) {
+        item_rec *r = a->acquired_q[i];
+        if (r->st != CLAIM_HELD || !r->want || r->reported || r->released)
+            continue;
+        grants[count].item = strdup(r->item);
+        if (!grants[count].item) {
+            for (size_t j = 0; j < count; j++)
+                free(grants[j].item);
+            free(grants);
+            return -1;
+        }
+        grants[count++].token = r->czxid;
+    }
+    for (size_t i = 0; i < a->acquired_n; i++) { /* committed: nothing can fail now */
+        item_rec *r = a->acquired_q[i];
+        if (r->st == CLAIM_HELD && r->want && !r->reported && !r->released)
+            r->reported = 1;
+        r->queued = 0;
+    }
+    a->acquired_n = 0;
+    *out = grants;
+    *n = count;
+    return 0;
+}

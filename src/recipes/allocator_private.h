@@ -1,0 +1,168 @@
+/*
+ * allocator_private.h — the allocator's state, shared by allocator.c (the group: joining,
+ * following members/partitions/assignment, leading, publishing, leaving) and
+ * allocator_claims.c (the items: claiming and giving up owner nodes).  Not a public API.
+ *
+ * Everything is level-triggered: results and watches only update what is known and what is
+ * needed; zkl_alloc_kick() then sends whatever is needed and not already in flight (only
+ * while CONNECTED), and zkl_alloc_update() works out the leader, the target items and the
+ * news for the owner.  So a step that failed on the connection simply runs again at the next
+ * CONNECTED.
+ */
+#ifndef ZKL_ALLOCATOR_PRIVATE_H
+#define ZKL_ALLOCATOR_PRIVATE_H
+
+#include "allocator.h"
+
+typedef enum {
+    CLAIM_NONE,     /* not held, nothing in flight */
+    CLAIM_CREATING, /* the owner node's create is in flight */
+    CLAIM_CHECKING, /* reading the node (it existed, or a create's reply was lost) */
+    CLAIM_WAITING,  /* another session holds it: its node is watched */
+    CLAIM_HELD,     /* the node is ours */
+    CLAIM_DELETING  /* deleting our node */
+} claim_state;
+
+typedef struct item_rec item_rec;
+struct item_rec {
+    item_rec *next;        /* hash chain */
+    struct zkl_allocator *a;
+    char *item;
+    char *node;            /* owners/<name(item)> */
+    claim_state st;
+    int want;              /* the assignment gives it to us (and we run) */
+    int unsure;            /* a create's or delete's reply was lost: read before acting */
+    int reported;          /* the owner was told it holds it */
+    int queued;            /* in the acquired queue, not yet taken */
+    int release_asked;     /* the owner was asked to release it */
+    int released;          /* ... and said it is done: delete */
+    int failed;            /* an error retrying cannot fix: leave it until the target moves */
+    int ensure_rounds;
+    int64_t czxid;
+    uint64_t op_id, watch_id;
+    long inflight;         /* this record's ops and watches not yet come back */
+};
+
+typedef struct {
+    char *id;
+    double weight;
+    int64_t czxid;
+} member_info;
+
+typedef enum { JOIN_ENSURE, JOIN_SEED, JOIN_CREATE, JOIN_CHECK, JOIN_WAIT } join_step;
+
+/* A node followed with get + watch (exists + watch while it does not exist). */
+typedef struct {
+    char *path;
+    int need;          /* read it (again) */
+    uint64_t op_id;    /* the read in flight */
+    int op_exists;     /* ... is an exists (the node was missing) */
+    uint64_t watch_id; /* the watch that makes it be read again */
+    int loaded;        /* read at least once since joining */
+} followed_node;
+
+struct zkl_allocator {
+    zkl_session *s;
+    zkl_route route; /* the group's ops */
+    uint64_t id;
+    char *path, *members_path, *owners_path, *member_node;
+    char *identifier;
+    char *member_data;
+    size_t member_data_len;
+    char *seed;
+    size_t seed_len;
+    struct ACL_vector acl;
+    int rejoin;
+
+    zkl_allocator_phase phase;
+    join_step jstep;
+    int rc;
+    int ensure_rounds;
+    int joined;         /* our member node exists */
+    int64_t my_czxid;
+    int member_gone;    /* leaving: the member node is deleted */
+    uint64_t join_op, join_watch, leave_op;
+
+    /* what is known of the group */
+    followed_node partitions, assignment_node;
+    member_info *members;
+    size_t member_count;
+    int members_loaded, need_members;
+    uint64_t members_op, members_watch;
+    uint64_t *round_ops;       /* the gets of one listing, by child */
+    member_info *round;        /* their results (id NULL: not (yet) read, or gone) */
+    size_t round_count, round_pending;
+    char **items;
+    size_t item_count;
+    zkl_json *assignment;      /* the node's whole JSON, or NULL */
+    char *assignment_body;     /* the canonical "assignment" object, or NULL */
+    int assignment_version;    /* -1: no node */
+    int64_t generation;
+    int leader;
+
+    /* leading */
+    uint64_t epoch, asked_epoch, answered_epoch;
+    char *publish_data;        /* a publish waiting for CONNECTED */
+    size_t publish_len;
+    int publish_version;       /* -1: create */
+    uint64_t publish_op;
+    int publish_rc;
+
+    /* items */
+    item_rec **buckets;
+    size_t bucket_count, rec_count;
+    size_t releasing;          /* records asked to release, released or deleting */
+    item_rec **acquired_q;     /* reported at the next take */
+    size_t acquired_n, acquired_cap;
+    char **release_q, **lost_q;
+    size_t release_n, release_cap, lost_n, lost_cap;
+
+    int notify_pending;
+    long inflight;
+    int orphaned, listening;
+};
+
+typedef struct zkl_allocator zkl_allocator;
+
+/* allocator.c */
+void zkl_alloc_kick(zkl_allocator *a);
+void zkl_alloc_update(zkl_allocator *a);
+int zkl_alloc_connected(const zkl_allocator *a);
+void zkl_alloc_notify(zkl_allocator *a);
+/* After an item's event: ends a finished leave, tells the owner, frees an orphan (a may be
+ * gone when it returns). */
+void zkl_alloc_after_item_event(zkl_allocator *a);
+int zkl_alloc_push_string(char ***q, size_t *n, size_t *cap, const char *s);
+
+/* allocator_formats.c */
+/* The set's data: its strings, sorted, without repeats (not an array: none).  0, or -1 when
+ * out of memory. */
+int zkl_alloc_read_items(const char *data, int len, char ***out, size_t *count);
+/* Appends the canonical text of an assignment object (member -> array of items): 0, or -1
+ * when it is not one (or out of memory). */
+int zkl_alloc_canonical_assignment(const zkl_json *obj, zkl_json_buf *out);
+/* Appends the canonical members array, then the canonical assignment: what two assignments
+ * are compared by.  0, or -1 when either is not of its shape. */
+int zkl_alloc_assignment_key(const zkl_json *members, const zkl_json *assignment,
+                             zkl_json_buf *out);
+
+/* allocator_claims.c */
+item_rec *zkl_claims_find(zkl_allocator *a, const char *item);
+/* Marks the items the assignment gives us (all others unwanted). */
+void zkl_claims_set_target(zkl_allocator *a, const zkl_json *items);
+void zkl_claims_clear_target(zkl_allocator *a);
+/* Sends what the items need (creates only when claims may start) and queues news. */
+void zkl_claims_reconcile(zkl_allocator *a);
+/* How many items are being given up (asked, deleting): new claims wait for none. */
+size_t zkl_claims_releasing(const zkl_allocator *a);
+/* Whether any item still needs us before a leave can end. */
+int zkl_claims_busy(const zkl_allocator *a);
+/* The session expired or closed: queue every reported item as lost, forget the rest. */
+void zkl_claims_lose_all(zkl_allocator *a);
+/* The session was freed: drop every record at once. */
+void zkl_claims_free_all(zkl_allocator *a);
+int zkl_claims_released(zkl_allocator *a, const char *item);
+/* Hands the queued grants over (0), or -1 when out of memory. */
+int zkl_claims_take_acquired(zkl_allocator *a, zkl_allocator_grant **out, size_t *n);
+
+#endif

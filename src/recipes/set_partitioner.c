@@ -1,0 +1,822 @@
+/*
+ * set_partitioner.c — see set_partitioner.h.  A state (kazoo's four) and, while allocating or
+ * releasing, a step: JOIN the party, LIST it with a watch, SETTLE (a timer), PARTITION (the
+ * owner computes), ACQUIRE the item locks, RELEASE them (release_set); REWATCH lists the
+ * party again when an ACQUIRED member's watch was dropped without a change.
+ *
+ * Only the list op, the party watch and the timers the partitioner waits for count (their ids
+ * are kept); a stale op or watch that comes back is only counted (inflight), so that an orphan
+ * knows when it may go, and a stale timer is taken back (zkl_session_cancel_timer).  Locks it lets go (an abandoned attempt, a release) keep the
+ * partitioner as their observer until they are idle, then are freed at the next safe point:
+ * never from a state listener, because the session calls its listeners from a copy of the
+ * list and a freed lock's entry would still be called.
+ */
+#include "set_partitioner.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/acl.h"
+#include "../core/ops.h"
+#include "../core/timers.h"
+#include "common.h"
+#include "lock.h"
+#include "party.h"
+
+typedef enum {
+    STEP_NONE,      /* ACQUIRED, RELEASE (not releasing yet) or FAILURE */
+    STEP_JOIN,      /* the party join is under way */
+    STEP_LIST,      /* list the party, with a watch */
+    STEP_SETTLE,    /* the party must stay unchanged until the settle timer fires */
+    STEP_PARTITION, /* waiting for the owner's zkl_sp_assign() */
+    STEP_ACQUIRE,   /* acquiring the item locks */
+    STEP_RELEASE,   /* release_set: deleting the item locks */
+    STEP_REWATCH    /* ACQUIRED, the party watch dropped: list again and compare */
+} sp_step;
+
+typedef struct {
+    char *name; /* the lock's name under <path>/locks */
+    zkl_lock *lock;
+} sp_item;
+
+struct zkl_set_partitioner {
+    zkl_session *s; /* NULL once the session is freed */
+    zkl_route route;
+    uint64_t id;
+    char *party_path, *lock_path, *identifier, *node;
+    int identifier_len;
+    struct ACL_vector acl;
+    long time_boundary_ms, conflict_timeout_ms;
+    zkl_party *party; /* NULL once let go */
+
+    zkl_sp_state state;
+    sp_step step;
+    zkl_sp_failure failure;
+    int rc;
+    char *conflict_item, *conflict_blocker;
+
+    char **members; /* the party's node names at the last listing, sorted */
+    int member_count;
+    uint64_t attempt;
+    sp_item *items; /* the current attempt's items (held ones while ACQUIRED/RELEASE) */
+    int item_count;
+    zkl_lock **retired; /* locks let go: freed once idle, at a safe point */
+    int retired_count, retired_capacity;
+
+    uint64_t list_op_id, party_watch_id;
+    uint64_t settle_timer_id, conflict_timer_id, grace_timer_id;
+    int parked; /* LIST or REWATCH waits for CONNECTED */
+    int orphaned, listening;
+    long inflight; /* routed ops and watches not yet come back (timers are taken back) */
+};
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
+static void on_state(zkl_session *s, zkl_state state, void *ctx);
+static void lock_changed(void *ctx, int state);
+static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc);
+
+/* ---------------------------------------------------------------- helpers */
+
+static void notify(zkl_set_partitioner *sp, int code)
+{
+    if (!sp->orphaned && sp->s)
+        zkl_session_notify(sp->s, sp->id, code);
+}
+
+static void set_state(zkl_set_partitioner *sp, zkl_sp_state state)
+{
+    if (sp->state == state)
+        return;
+    sp->state = state;
+    notify(sp, ZKL_SP_NOTIFY_STATE + (int)state);
+}
+
+static int connected(const zkl_set_partitioner *sp)
+{
+    return sp->s && zkl_session_state(sp->s) == ZKL_CONNECTED;
+}
+
+/* A timer (timers.h); 0 (and FAILURE) when none could be made. */
+static uint64_t start_timer(zkl_set_partitioner *sp, long delay_ms)
+{
+    uint64_t id = zkl_session_add_timer(sp->s, delay_ms, &sp->route);
+    if (id == 0)
+        fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
+    return id;
+}
+
+/* Takes a timer back (it will not call): a timer that no longer means anything. */
+static void stop_timer(zkl_set_partitioner *sp, uint64_t *id)
+{
+    if (*id && sp->s)
+        zkl_session_cancel_timer(sp->s, *id);
+    *id = 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_members(zkl_set_partitioner *sp)
+{
+    for (int i = 0; i < sp->member_count; i++)
+        free(sp->members[i]);
+    free(sp->members);
+    sp->members = NULL;
+    sp->member_count = 0;
+}
+
+/* Sorted copies of a listing's names: 0, or -1 when out of memory. */
+static int copy_members(const zkl_event *ev, char ***out, int *count)
+{
+    int n = ev->string_count;
+    char **list = calloc(n > 0 ? (size_t)n : 1, sizeof *list);
+    if (!list)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if ((list[i] = strdup(ev->strings[i])) == NULL) {
+            while (i-- > 0)
+                free(list[i]);
+            free(list);
+            return -1;
+        }
+    }
+    qsort(list, (size_t)n, sizeof *list, by_name);
+    *out = list;
+    *count = n;
+    return 0;
+}
+
+static int same_members(char **a, int na, char **b, int nb)
+{
+    if (na != nb)
+        return 0;
+    for (int i = 0; i < na; i++) {
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- letting go of locks */
+
+/* Room for count more retired locks, so that letting go never needs memory. */
+static int reserve_retired(zkl_set_partitioner *sp, int count)
+{
+    int need = sp->retired_count + count;
+    if (need <= sp->retired_capacity)
+        return 0;
+    zkl_lock **r = realloc(sp->retired, sizeof *r * (size_t)need);
+    if (!r)
+        return -1;
+    sp->retired = r;
+    sp->retired_capacity = need;
+    return 0;
+}
+
+/* Withdraws an acquire or starts a release; the lock is freed once idle (zkl_sp_tidy). */
+static void let_go(zkl_set_partitioner *sp, zkl_lock *l)
+{
+    zkl_lock_phase phase = zkl_lock_phase_of(l);
+    if (phase == ZKL_LOCK_ACQUIRING)
+        zkl_lock_cancel(l);
+    else if (phase == ZKL_LOCK_HELD)
+        zkl_lock_release(l);
+    sp->retired[sp->retired_count++] = l; /* room was reserved when the lock was made */
+}
+
+static void drop_items(zkl_set_partitioner *sp, int release)
+{
+    for (int i = 0; i < sp->item_count; i++) {
+        if (release)
+            let_go(sp, sp->items[i].lock);
+        else
+            sp->retired[sp->retired_count++] = sp->items[i].lock;
+        free(sp->items[i].name);
+    }
+    free(sp->items);
+    sp->items = NULL;
+    sp->item_count = 0;
+    stop_timer(sp, &sp->conflict_timer_id);
+}
+
+void zkl_sp_tidy(zkl_set_partitioner *sp)
+{
+    int kept = 0;
+    for (int i = 0; i < sp->retired_count; i++) {
+        zkl_lock *l = sp->retired[i];
+        zkl_lock_phase phase = zkl_lock_phase_of(l);
+        if (sp->s && phase != ZKL_LOCK_IDLE && phase != ZKL_LOCK_HELD)
+            sp->retired[kept++] = l; /* still deleting its node: busy() waits for it */
+        else
+            zkl_lock_free(l); /* HELD: its release failed; the node goes with the session */
+    }
+    sp->retired_count = kept;
+}
+
+/* Leaves the party (a join under way: the party is let go and never joins). */
+static void leave_party(zkl_set_partitioner *sp)
+{
+    if (!sp->party || !sp->s)
+        return;
+    zkl_party_phase phase = zkl_party_phase_of(sp->party);
+    if (phase == ZKL_PARTY_JOINED) {
+        zkl_party_leave(sp->party);
+    } else if (phase == ZKL_PARTY_JOINING) {
+        /* safe even from a state listener: a joining party is never freed at once */
+        zkl_party_free(sp->party);
+        sp->party = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- stepping */
+
+static void submit_list(zkl_set_partitioner *sp)
+{
+    uint64_t id = zkl_op_children(sp->s, sp->party_path, 1, &sp->route);
+    if (id == 0) {
+        fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
+        return;
+    }
+    sp->inflight += 2; /* the op and its watch each come back once */
+    sp->list_op_id = sp->party_watch_id = id;
+}
+
+/* Moves to step; LIST and REWATCH run now when connected, else once CONNECTED. */
+static void go(zkl_set_partitioner *sp, sp_step step)
+{
+    sp->step = step;
+    sp->list_op_id = 0;
+    sp->parked = 0;
+    if (step != STEP_LIST && step != STEP_REWATCH)
+        return;
+    if (connected(sp))
+        submit_list(sp);
+    else
+        sp->parked = 1;
+}
+
+static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc)
+{
+    if (sp->state == ZKL_SP_FAILURE)
+        return;
+    sp->failure = why;
+    sp->rc = rc;
+    stop_timer(sp, &sp->settle_timer_id);
+    stop_timer(sp, &sp->grace_timer_id);
+    sp->party_watch_id = 0;
+    drop_items(sp, 1);
+    leave_party(sp);
+    go(sp, STEP_NONE);
+    set_state(sp, ZKL_SP_FAILURE);
+}
+
+/* Abandons the attempt under way and lists the party again (it changed, or the set did). */
+static void start_over(zkl_set_partitioner *sp)
+{
+    drop_items(sp, 1);
+    stop_timer(sp, &sp->settle_timer_id);
+    go(sp, STEP_LIST);
+}
+
+static int allocating_after_listing(const zkl_set_partitioner *sp)
+{
+    return sp->state == ZKL_SP_ALLOCATING &&
+           (sp->step == STEP_SETTLE || sp->step == STEP_PARTITION || sp->step == STEP_ACQUIRE);
+}
+
+static void check_acquired(zkl_set_partitioner *sp)
+{
+    int held = 0;
+    for (int i = 0; i < sp->item_count; i++) {
+        int rc;
+        zkl_lock *l = sp->items[i].lock;
+        if (zkl_lock_phase_of(l) == ZKL_LOCK_HELD)
+            held++;
+        else if (zkl_lock_phase_of(l) != ZKL_LOCK_ACQUIRING &&
+                 zkl_lock_outcome_of(l, &rc) == ZKL_LOCK_FAILED) {
+            fail(sp, rc == ZCLOSING || rc == ZAUTHFAILED ? ZKL_SP_FAILED_CLOSED
+                                                          : ZKL_SP_FAILED_ERROR, rc);
+            return;
+        }
+    }
+    if (held < sp->item_count)
+        return;
+    stop_timer(sp, &sp->conflict_timer_id);
+    go(sp, STEP_NONE);
+    set_state(sp, ZKL_SP_ACQUIRED);
+}
+
+static void check_released(zkl_set_partitioner *sp)
+{
+    for (int i = 0; i < sp->item_count; i++) {
+        zkl_lock *l = sp->items[i].lock;
+        if (zkl_lock_phase_of(l) == ZKL_LOCK_HELD && zkl_lock_release_rc(l) != ZOK) {
+            fail(sp, ZKL_SP_FAILED_ERROR, zkl_lock_release_rc(l)); /* kazoo: _fail_out */
+            return;
+        }
+        if (zkl_lock_is_held(l))
+            return; /* still deleting */
+    }
+    drop_items(sp, 0);
+    set_state(sp, ZKL_SP_ALLOCATING);
+    go(sp, STEP_LIST);
+}
+
+/* ---------------------------------------------------------------- events */
+
+static void listed(zkl_set_partitioner *sp, const zkl_event *ev)
+{
+    switch (ev->rc) {
+    case ZOK:
+        break;
+    case ZCLOSING:
+    case ZAUTHFAILED:
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:
+        return; /* LOST follows, and fails the partitioner */
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+        go(sp, sp->step); /* again, once connected */
+        return;
+    default:
+        fail(sp, ZKL_SP_FAILED_ERROR, ev->rc); /* e.g. NONODE: the party's path was deleted */
+        return;
+    }
+    char **members;
+    int count;
+    if (copy_members(ev, &members, &count) != 0) {
+        fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
+        return;
+    }
+    int changed = !same_members(members, count, sp->members, sp->member_count);
+    free_members(sp);
+    sp->members = members;
+    sp->member_count = count;
+    if (!bsearch(&sp->node, members, (size_t)count, sizeof *members, by_name)) {
+        fail(sp, ZKL_SP_FAILED_ERROR, ZNONODE); /* own member node is gone (deleted by hand) */
+        return;
+    }
+    if (sp->step == STEP_REWATCH) { /* ACQUIRED, watching again */
+        go(sp, STEP_NONE);
+        if (changed)
+            set_state(sp, ZKL_SP_RELEASE);
+        return;
+    }
+    sp->step = STEP_SETTLE;
+    sp->settle_timer_id = start_timer(sp, sp->time_boundary_ms);
+}
+
+static void party_changed(zkl_set_partitioner *sp, const zkl_event *ev)
+{
+    int dropped = ev->type == ZOO_NOTWATCHING_EVENT;
+    if (dropped && ev->id == sp->list_op_id)
+        return; /* not registered: the listing's own result decides */
+    if (allocating_after_listing(sp)) {
+        start_over(sp);
+    } else if (sp->state == ZKL_SP_ACQUIRED && sp->step == STEP_NONE) {
+        if (dropped)
+            go(sp, STEP_REWATCH); /* no change seen, but no watch either: look again */
+        else
+            set_state(sp, ZKL_SP_RELEASE);
+    }
+}
+
+static void settled(zkl_set_partitioner *sp)
+{
+    if (sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_SETTLE)
+        return;
+    sp->attempt++;
+    sp->step = STEP_PARTITION;
+    notify(sp, ZKL_SP_NOTIFY_PARTITION);
+}
+
+static void conflict_check(zkl_set_partitioner *sp)
+{
+    if (sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_ACQUIRE || !connected(sp))
+        return; /* disconnected: CONNECTED starts a new window */
+    for (int i = 0; i < sp->item_count; i++) {
+        const char *blocker = zkl_lock_blocker(sp->items[i].lock);
+        if (blocker) {
+            free(sp->conflict_item);
+            free(sp->conflict_blocker);
+            sp->conflict_item = strdup(sp->items[i].name);
+            sp->conflict_blocker = strdup(blocker);
+            fail(sp, ZKL_SP_FAILED_CONFLICT, ZOK);
+            return;
+        }
+    }
+    /* slow, not blocked: give it another window */
+    sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+}
+
+static void grace_over(zkl_set_partitioner *sp)
+{
+    if (sp->state == ZKL_SP_ACQUIRED && !connected(sp))
+        set_state(sp, ZKL_SP_RELEASE);
+}
+
+static void on_timer(zkl_set_partitioner *sp, const zkl_event *ev)
+{
+    if (ev->id == sp->settle_timer_id) {
+        sp->settle_timer_id = 0;
+        settled(sp);
+    } else if (ev->id == sp->conflict_timer_id) {
+        sp->conflict_timer_id = 0;
+        conflict_check(sp);
+    } else if (ev->id == sp->grace_timer_id) {
+        sp->grace_timer_id = 0;
+        grace_over(sp);
+    }
+}
+
+static void destroy(zkl_set_partitioner *sp)
+{
+    if (sp->s && sp->listening)
+        zkl_session_remove_state_listener(sp->s, on_state, sp);
+    free(sp->party_path);
+    free(sp->lock_path);
+    free(sp->identifier);
+    free(sp->node);
+    free(sp->conflict_item);
+    free(sp->conflict_blocker);
+    free_members(sp);
+    free(sp->items);
+    free(sp->retired);
+    zkl_acl_free(&sp->acl);
+    free(sp);
+}
+
+static void maybe_destroy(zkl_set_partitioner *sp)
+{
+    if (sp->orphaned && sp->inflight <= 0)
+        destroy(sp);
+}
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)s;
+    zkl_set_partitioner *sp = ctx;
+    if (ev->kind == ZKL_EV_TIMER) { /* timers are not counted: they are taken back */
+        if (!sp->orphaned && sp->s)
+            on_timer(sp, ev);
+        zkl_sp_tidy(sp);
+        return;
+    }
+    sp->inflight--;
+    if (sp->orphaned || !sp->s) {
+        if (ev->kind == ZKL_EV_OP && ev->watch_requested == 0 && ev->op == ZKL_OP_CHILDREN)
+            sp->inflight--; /* out of memory: its watch never comes */
+        maybe_destroy(sp);
+        return;
+    }
+    if (ev->kind == ZKL_EV_OP) {
+        if (!ev->watch_requested) { /* out of memory: no watch will come */
+            sp->inflight--;
+            if (sp->party_watch_id == ev->id)
+                sp->party_watch_id = 0;
+        }
+        if (ev->id == sp->list_op_id) {
+            sp->list_op_id = 0;
+            listed(sp, ev);
+        }
+    } else if (ev->kind == ZKL_EV_WATCH) {
+        if (ev->id == sp->party_watch_id) {
+            sp->party_watch_id = 0;
+            party_changed(sp, ev);
+        }
+    }
+    zkl_sp_tidy(sp);
+}
+
+/* A lock (of the attempt, or let go) handled a routed event: a safe point.  Session state
+ * changes (state != ZKL_LOCK_NO_STATE) are the partitioner's own listener's business. */
+static void lock_changed(void *ctx, int state)
+{
+    zkl_set_partitioner *sp = ctx;
+    if (state != ZKL_LOCK_NO_STATE)
+        return;
+    if (sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_ACQUIRE)
+        check_acquired(sp);
+    else if (sp->step == STEP_RELEASE)
+        check_released(sp);
+    zkl_sp_tidy(sp);
+}
+
+/* The party handled an event: the join may have ended. */
+static void party_progress(void *ctx)
+{
+    zkl_set_partitioner *sp = ctx;
+    if (sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_JOIN && sp->party) {
+        zkl_party_phase phase = zkl_party_phase_of(sp->party);
+        int rc = zkl_party_rc(sp->party);
+        if (phase == ZKL_PARTY_JOINED)
+            go(sp, STEP_LIST);
+        else if (phase == ZKL_PARTY_IDLE)
+            fail(sp, rc == ZCLOSING || rc == ZAUTHFAILED ? ZKL_SP_FAILED_CLOSED
+                                                          : ZKL_SP_FAILED_ERROR,
+                 rc != ZOK ? rc : ZSYSTEMERROR);
+    }
+    zkl_sp_tidy(sp);
+}
+
+/* Called from the session's listener walk: must not free anything (see the top). */
+static void on_state(zkl_session *s, zkl_state state, void *ctx)
+{
+    zkl_set_partitioner *sp = ctx;
+    if (sp->orphaned || sp->state == ZKL_SP_FAILURE)
+        return;
+    if (state == ZKL_CONNECTED) {
+        stop_timer(sp, &sp->grace_timer_id);
+        if (sp->parked)
+            go(sp, sp->step);
+        else if (sp->step == STEP_ACQUIRE && sp->conflict_timer_id == 0)
+            sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+    } else if (state == ZKL_SUSPENDED) {
+        stop_timer(sp, &sp->conflict_timer_id); /* a new window once reconnected */
+        if (sp->state == ZKL_SP_ACQUIRED && sp->grace_timer_id == 0)
+            sp->grace_timer_id = start_timer(sp, zkl_session_negotiated_timeout(s) / 3);
+        if (sp->step == STEP_SETTLE) {
+            stop_timer(sp, &sp->settle_timer_id); /* changes may go unseen: settle again */
+            go(sp, STEP_LIST);
+        }
+    } else if (zkl_session_is_stopped(s) || zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED) {
+        fail(sp, ZKL_SP_FAILED_CLOSED, ZCLOSING);
+    } else {
+        fail(sp, ZKL_SP_FAILED_LOST, ZSESSIONEXPIRED);
+    }
+}
+
+/* ---------------------------------------------------------------- public */
+
+zkl_set_partitioner *zkl_sp_new(zkl_session *s, const char *path, const char *identifier,
+                                int len, const zkl_sp_options *o, const struct ACL_vector *acl)
+{
+    zkl_set_partitioner *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return NULL;
+    sp->s = s;
+    sp->route.fn = on_route;
+    sp->route.ctx = sp;
+    sp->id = zkl_session_new_target(s);
+    sp->time_boundary_ms = o->time_boundary_ms;
+    sp->conflict_timeout_ms = o->conflict_timeout_ms;
+    sp->identifier_len = len > 0 ? len : 0;
+    sp->identifier = malloc((size_t)sp->identifier_len + 1);
+    sp->party_path = zkl_join_path(path, "party");
+    sp->lock_path = zkl_join_path(path, "locks");
+    errno = 0;
+    if (!sp->identifier || !sp->party_path || !sp->lock_path ||
+        zkl_acl_copy(&sp->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+        goto fail;
+    if (len > 0)
+        memcpy(sp->identifier, identifier, (size_t)len);
+    sp->identifier[sp->identifier_len] = '\0';
+    /* listening before the party (and the locks) do: on LOST this one runs first */
+    if (zkl_session_add_state_listener(s, on_state, sp) != 0)
+        goto fail;
+    sp->listening = 1;
+    sp->party = zkl_party_new(s, sp->party_path, sp->identifier, sp->identifier_len,
+                              ZKL_PARTY_SHALLOW, &sp->acl);
+    if (!sp->party || (sp->node = strdup(zkl_party_node(sp->party))) == NULL)
+        goto fail;
+    zkl_party_observe(sp->party, party_progress, sp);
+    sp->state = ZKL_SP_ALLOCATING;
+    sp->step = STEP_JOIN;
+    zkl_party_join(sp->party);
+    return sp;
+fail:
+    if (!errno)
+        errno = ENOMEM;
+    zkl_party_free(sp->party);
+    destroy(sp);
+    return NULL;
+}
+
+void zkl_sp_free(zkl_set_partitioner *sp)
+{
+    if (!sp)
+        return;
+    if (sp->s) {
+        drop_items(sp, 1);
+        leave_party(sp);
+        stop_timer(sp, &sp->settle_timer_id);
+        stop_timer(sp, &sp->grace_timer_id);
+    } else {
+        drop_items(sp, 0);
+    }
+    sp->orphaned = 1;
+    for (int i = 0; i < sp->retired_count; i++)
+        zkl_lock_free(sp->retired[i]); /* each finishes its release as an orphan */
+    sp->retired_count = 0;
+    zkl_party_free(sp->party); /* finishes its leave as an orphan */
+    sp->party = NULL;
+    maybe_destroy(sp);
+}
+
+void zkl_sp_forget_session(zkl_set_partitioner *sp)
+{
+    for (int i = 0; i < sp->item_count; i++)
+        zkl_lock_forget_session(sp->items[i].lock);
+    for (int i = 0; i < sp->retired_count; i++)
+        zkl_lock_forget_session(sp->retired[i]);
+    if (sp->party)
+        zkl_party_forget_session(sp->party);
+    if (sp->state != ZKL_SP_FAILURE) {
+        sp->failure = ZKL_SP_FAILED_CLOSED;
+        sp->rc = ZCLOSING;
+        sp->state = ZKL_SP_FAILURE;
+    }
+    sp->s = NULL;
+    sp->inflight = 0; /* the session delivered (or dropped) everything before it went */
+    sp->parked = 0;
+    sp->step = STEP_NONE;
+    sp->list_op_id = sp->party_watch_id = 0;
+    sp->settle_timer_id = sp->conflict_timer_id = sp->grace_timer_id = 0;
+}
+
+uint64_t zkl_sp_wanted(const zkl_set_partitioner *sp, char *const **members, int *count)
+{
+    if (sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_PARTITION)
+        return 0;
+    *members = sp->members;
+    *count = sp->member_count;
+    return sp->attempt;
+}
+
+int zkl_sp_assign(zkl_set_partitioner *sp, uint64_t attempt, const char *const *names,
+                  int count)
+{
+    zkl_sp_tidy(sp);
+    if (!sp->s || sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_PARTITION ||
+        attempt != sp->attempt)
+        return 0;
+    if (reserve_retired(sp, count) != 0 ||
+        (sp->items = calloc(count > 0 ? (size_t)count : 1, sizeof *sp->items)) == NULL)
+        goto no_memory;
+    for (int i = 0; i < count; i++) {
+        char *path = zkl_join_path(sp->lock_path, names[i]);
+        char *name = strdup(names[i]);
+        zkl_lock *l = path && name ? zkl_lock_new(sp->s, path, sp->identifier,
+                                                  sp->identifier_len, ZKL_LOCK_EXCLUSIVE,
+                                                  &sp->acl)
+                                   : NULL;
+        free(path);
+        if (!l) {
+            free(name);
+            goto no_memory;
+        }
+        sp->items[sp->item_count].name = name;
+        sp->items[sp->item_count++].lock = l;
+        zkl_lock_observe(l, lock_changed, sp);
+        zkl_lock_acquire(l, 1, 1);
+    }
+    sp->step = STEP_ACQUIRE;
+    if (connected(sp))
+        sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+    check_acquired(sp); /* an empty share is acquired at once */
+    return 1;
+no_memory:
+    fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
+    errno = ENOMEM;
+    return -1;
+}
+
+void zkl_sp_fail(zkl_set_partitioner *sp, uint64_t attempt)
+{
+    zkl_sp_tidy(sp);
+    if (sp->s && sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_PARTITION &&
+        attempt == sp->attempt)
+        fail(sp, ZKL_SP_FAILED_PARTITION, ZOK);
+}
+
+void zkl_sp_release_set(zkl_set_partitioner *sp)
+{
+    zkl_sp_tidy(sp);
+    if (!sp->s)
+        return;
+    if (allocating_after_listing(sp)) {
+        start_over(sp);
+        return;
+    }
+    if ((sp->state != ZKL_SP_ACQUIRED && sp->state != ZKL_SP_RELEASE) ||
+        sp->step == STEP_RELEASE)
+        return;
+    sp->party_watch_id = 0; /* the party is listed again afterwards */
+    stop_timer(sp, &sp->grace_timer_id);
+    set_state(sp, ZKL_SP_RELEASE);
+    go(sp, STEP_RELEASE);
+    for (int i = 0; i < sp->item_count; i++)
+        zkl_lock_release(sp->items[i].lock);
+    check_released(sp);
+}
+
+void zkl_sp_release_in_background(zkl_set_partitioner *sp)
+{
+    if (sp->step != STEP_RELEASE)
+        return;
+    for (int i = 0; i < sp->item_count; i++)
+        zkl_lock_release_in_background(sp->items[i].lock);
+    check_released(sp);
+}
+
+void zkl_sp_set_changed(zkl_set_partitioner *sp)
+{
+    zkl_sp_tidy(sp);
+    if (!sp->s)
+        return;
+    if (allocating_after_listing(sp)) {
+        start_over(sp);
+    } else if (sp->state == ZKL_SP_ACQUIRED) {
+        go(sp, STEP_NONE); /* a REWATCH under way is moot */
+        set_state(sp, ZKL_SP_RELEASE);
+    }
+}
+
+void zkl_sp_finish(zkl_set_partitioner *sp)
+{
+    zkl_sp_tidy(sp);
+    if (!sp->s)
+        return;
+    if (sp->state != ZKL_SP_FAILURE)
+        fail(sp, ZKL_SP_FAILED_FINISHED, ZOK);
+    else
+        leave_party(sp);
+}
+
+int zkl_sp_joining(const zkl_set_partitioner *sp)
+{
+    return sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_JOIN;
+}
+
+int zkl_sp_busy(zkl_set_partitioner *sp)
+{
+    zkl_sp_tidy(sp);
+    if (!sp->s)
+        return 0;
+    if (sp->step == STEP_RELEASE || sp->retired_count > 0)
+        return 1;
+    return sp->party && (zkl_party_phase_of(sp->party) == ZKL_PARTY_LEAVING ||
+                         (sp->state == ZKL_SP_FAILURE &&
+                          zkl_party_phase_of(sp->party) == ZKL_PARTY_JOINING));
+}
+
+zkl_sp_state zkl_sp_state_of(const zkl_set_partitioner *sp)
+{
+    return sp->state;
+}
+
+zkl_sp_failure zkl_sp_failure_of(const zkl_set_partitioner *sp, int *rc)
+{
+    if (rc)
+        *rc = sp->rc;
+    return sp->failure;
+}
+
+const char *zkl_sp_conflict(const zkl_set_partitioner *sp, const char **blocker)
+{
+    if (blocker)
+        *blocker = sp->conflict_blocker;
+    return sp->conflict_item;
+}
+
+int zkl_sp_item_count(const zkl_set_partitioner *sp)
+{
+    if (sp->state != ZKL_SP_ACQUIRED && sp->state != ZKL_SP_RELEASE)
+        return 0;
+    return sp->item_count;
+}
+
+const char *zkl_sp_item(const zkl_set_partitioner *sp, int i)
+{
+    if (i < 0 || i >= zkl_sp_item_count(sp) || !zkl_lock_is_held(sp->items[i].lock))
+        return NULL;
+    return sp->items[i].name;
+}
+
+int zkl_sp_fencing_token(const zkl_set_partitioner *sp, const char *name, int64_t *token)
+{
+    int n = zkl_sp_item_count(sp);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(sp->items[i].name, name) == 0)
+            return zkl_lock_fencing_token(sp->items[i].lock, token);
+    }
+    return -1;
+}
+
+const char *zkl_sp_node(const zkl_set_partitioner *sp)
+{
+    return sp->node;
+}
+
+uint64_t zkl_sp_id(const zkl_set_partitioner *sp)
+{
+    return sp->id;
+}
+
+long zkl_sp_inflight(const zkl_set_partitioner *sp)
+{
+    return sp->inflight;
+}
