@@ -1,11 +1,12 @@
 -- A steady mixed load on a 3-node ensemble while its nodes are stopped, frozen (SIGSTOP),
 -- killed (SIGKILL) and restarted one at a time, the leader included.  Worker processes
--- (spec/fixtures/chaos_worker.lua, one session each) create, set, get and cycle two shared
--- locks, writing every acknowledged write to a ledger and every lock hold (fencing token, hold
--- interval on CLOCK_MONOTONIC) to a shared fence ledger.  Afterwards the server is read back:
--- no acknowledged write is lost, every session survived (SUSPENDED then CONNECTED, never LOST),
--- ops in flight at a fault failed with ConnectionLoss and completed when retried, and no two
--- holders of a lock overlapped while fencing tokens only grew.
+-- (spec/fixtures/chaos_worker.lua, one session each) create, set, get, cycle two shared
+-- locks and share six items through a SetPartitioner, writing every acknowledged write to a
+-- ledger and every lock hold and item ownership (fencing token, interval on CLOCK_MONOTONIC)
+-- to a shared fence ledger.  Afterwards the server is read back: no acknowledged write is
+-- lost, every session survived (SUSPENDED then CONNECTED, never LOST), ops in flight at a
+-- fault failed with ConnectionLoss and completed when retried, and no two holders of a lock
+-- (or owners of an item) overlapped while fencing tokens only grew.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
@@ -107,10 +108,12 @@ describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", fun
     for i = 1, WORKERS do
       local name = "w" .. i
       local ledger = dir .. "/" .. name .. ".ledger"
-      workers[name] = { ledger = ledger, kid = kids:spawn({
-        "./zklua", "spec/fixtures/chaos_worker.lua", "hosts=" .. ens.hosts, "root=" .. ROOT,
-        "name=" .. name, "ledger=" .. ledger, "fences=" .. fence_file, "stop=" .. stop_file,
-        "timeout=" .. SESSION_TIMEOUT }) }
+      local argv = { "./zklua", "spec/fixtures/chaos_worker.lua", "hosts=" .. ens.hosts,
+                     "root=" .. ROOT, "name=" .. name, "ledger=" .. ledger,
+                     "fences=" .. fence_file, "stop=" .. stop_file,
+                     "timeout=" .. SESSION_TIMEOUT }
+      if i == 1 then argv[#argv + 1] = "churn=150" end -- leaves and rejoins the partitioner
+      workers[name] = { ledger = ledger, kid = kids:spawn(argv) }
     end
     for _, w in pairs(workers) do w.kid:wait_line("^start ", 60) end
     testing.sleep(2) -- the load runs on the whole ensemble first
@@ -172,6 +175,7 @@ describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", fun
       assert.are.equal(0, c.failed, name .. ": an op of the load failed")
       assert.are.equal(0, c.lock_timeouts, name .. ": a lock was out of reach for 90 s")
       assert.are.equal(0, c.lost, name .. ": a lock's on_lost ran")
+      assert.are.equal(0, c.partition_failures, name .. ": its partitioner failed")
       assert.are.equal(0, c.violations, name .. ": stale reads of its own writes")
       assert.are.equal(c.ConnectionLoss + c.OperationTimeoutError, c.retried, name)
       assert.is_true(c.ops > 100, name .. " ran only " .. c.ops .. " ops")
@@ -237,7 +241,8 @@ describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", fun
     zk:close()
   end)
 
-  it("never lets two holders of a lock overlap; fencing tokens only grow", function()
+  it("never lets two holders of a lock or owners of an item overlap; fencing tokens only grow",
+     function()
     local by_lock = {}
     for _, line in ipairs(lines(child.read_file(fence_file) or "")) do
       local f = words(line)
@@ -247,9 +252,13 @@ describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", fun
       list[#list + 1] = { token = tonumber(f[3]), start = tonumber(f[4]), finish = tonumber(f[5]),
                           who = f[6], held = f[7] == "true", line = line }
     end
-    for _, name in ipairs({ "a", "b" }) do
-      local holds = by_lock[name]
-      assert.is_true(holds ~= nil and #holds >= 10, "too few holds of lock " .. name)
+    assert.is_true(#(by_lock.a or {}) >= 10 and #(by_lock.b or {}) >= 10, "too few lock holds")
+    local owned = 0
+    for _, item in ipairs({ "i1", "i2", "i3", "i4", "i5", "i6" }) do
+      owned = owned + #(by_lock["part-" .. item] or {})
+    end
+    assert.is_true(owned >= 6, "the partitioner's items were owned only " .. owned .. " times")
+    for name, holds in pairs(by_lock) do
       table.sort(holds, function(x, y) return x.start < y.start end)
       for i, h in ipairs(holds) do
         assert.is_true(h.held, "a holder lost lock " .. name .. " while holding: " .. h.line)
