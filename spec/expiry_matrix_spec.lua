@@ -1,12 +1,13 @@
 -- The session-expiry matrix, on a 3-node ensemble: one client, v, holds or is a member of every
 -- recipe at once (Lock, ReadLock, WriteLock, Semaphore, an Election it leads and one it
 -- follows, Party, ShallowParty, DoubleBarrier, TreeCache, Counter, NonBlockingLease, Queue,
--- LockingQueue, PatientChildrenWatch), among
+-- LockingQueue, PatientChildrenWatch, SetPartitioner, PartitionAllocator), among
 -- other members: in-process clients b and c, zklua child processes waiting on the locks and
 -- the semaphore, kazoo processes in the barrier.  v's session is expired once
 -- (testing.expire_session).  Each row then checks that its recipe reported the loss the way
 -- its documentation says, and that the rest of its group carried on.
 local zklua = require "zklua"
+local errors = zklua.errors
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
 
@@ -186,6 +187,47 @@ describe("the session of a member of every recipe expires", function()
     rows.patient = { watch = watch, changed = changed }
   end
 
+  -- Runs the event loops until done(); partitioners told to RELEASE release their set.
+  local function pump(partitioners, done, what)
+    helpers.eventually(function()
+      for _, qp in ipairs(partitioners) do
+        if qp.release then qp:release_set() end
+      end
+      return done()
+    end, 60, what)
+  end
+
+  local function partition_rows()
+    local set = { "s1", "s2", "s3", "s4" }
+    local function member(zk, id)
+      return zk:SetPartitioner{ path = path("partitioner"), set = set, identifier = id,
+                                time_boundary = 0.3 }
+    end
+    local mine, theirs = member(v, "v"), member(b, "b")
+    pump({ mine, theirs }, function() return mine.acquired and theirs.acquired end,
+         "the partitioners to split the set")
+    local tokens = {}
+    for item in mine:iter() do tokens[item] = mine:fencing_token(item) end
+    rows.partitioner = { v = mine, b = theirs, tokens = tokens }
+
+    local allocated = { lost = {} }
+    local function allocator(zk, id, on_rebalance)
+      return zk:PartitionAllocator{ path = path("allocator"), identifier = id,
+                                    on_rebalance = on_rebalance }
+    end
+    allocated.v = allocator(v, "v", function(_, old, info)
+      if info.session_lost then allocated.lost[#allocated.lost + 1] = old end
+    end)
+    allocated.b = allocator(b, "b")
+    allocated.v:start({ "a1", "a2", "a3", "a4" })
+    allocated.b:start()
+    assert.is_true(allocated.v:wait_settled(60))
+    assert.is_true(allocated.b:wait_settled(60))
+    allocated.had = allocated.v.allocation
+    assert.are.equal(2, #allocated.had)
+    rows.allocator = allocated
+  end
+
   setup(function()
     ens = testing.ensemble(3)
     kids = helpers.kids()
@@ -204,6 +246,7 @@ describe("the session of a member of every recipe expires", function()
     lease_row()
     queue_rows()
     patient_row()
+    partition_rows()
 
     old_session = v:client_id()
     helpers.expire(v)
@@ -387,6 +430,36 @@ describe("the session of a member of every recipe expires", function()
     assert.is_nil(row.v:get(0.3))     -- nothing unclaimed is left
     assert.is_true(row.c:consume())
     assert.are.equal(0, #row.b)
+  end)
+
+  it("SetPartitioner: FAILURE for v (as kazoo); the other member takes the whole set", function()
+    local row = rows.partitioner
+    helpers.eventually(function() return row.v.failed end, 30, "FAILURE")
+    assert.is_true(errors.is(row.v.error, errors.SessionExpiredError), tostring(row.v.error))
+    assert.are.same({}, row.v:list())
+    pump({ row.b }, function() return row.b.acquired and #row.b == 4 end, "b to own the set")
+    for item, token in pairs(row.tokens) do
+      assert.is_true(row.b:fencing_token(item) > token, item)
+    end
+  end)
+
+  it("PartitionAllocator: v hears its items lost, rejoins; every item has one owner again",
+     function()
+    local row = rows.allocator
+    helpers.eventually(function() return #row.lost > 0 end, 30, "on_rebalance with session_lost")
+    assert.are.same(row.had, row.lost[1])
+    assert.is_true(row.v:wait_settled(60))
+    assert.is_true(row.b:wait_settled(60))
+    local owned = {}
+    for _, m in ipairs({ row.v, row.b }) do
+      for _, item in ipairs(m.allocation) do
+        assert.is_nil(owned[item], item .. " owned twice")
+        owned[item] = true
+      end
+    end
+    assert.are.same({ a1 = true, a2 = true, a3 = true, a4 = true }, owned)
+    assert.is_true(#row.v.allocation > 0) -- v competes again on its new session
+    row.v:stop(); row.b:stop()
   end)
 
   it("PatientChildrenWatch: a settled watch compares the children on the new session", function()
