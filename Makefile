@@ -1,18 +1,26 @@
 # zklua — see README.md.  `make` builds the C core, the Lua 5.4 module (build/zklua/core.so)
-# and the ./zklua runner; `make test` installs what is missing and runs the spec suite.
+# and the ./zklua runner; `make luajit` the LuaJIT module (build/luajit/zklua/core.so) from the
+# same sources; `make test` installs what is missing and runs the spec suite under both.
 
 CC       ?= cc
 LUA_INC  ?= /usr/include/lua5.4
 LUA_LIB  ?= -llua5.4
+LUAJIT_INC ?= /usr/include/luajit-2.1
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
+# Always added, also to a CFLAGS given on the command line (as luarocks does).
+ZKL_CFLAGS := -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
 LDLIBS   += -lzookeeper_mt -lpthread
 PREFIX   ?= /usr/local
+# Where `make install` puts things (luarocks passes its own: rockspec/zklua-scm-1.rockspec).
+INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
+INST_LUADIR ?= $(PREFIX)/share/lua/5.4
+INST_BINDIR ?= $(PREFIX)/bin
 
 CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
+LUAJIT_OBJ := $(LUA_SRC:src/%.c=build/luajit/obj/%.o)
 HEADERS  := $(wildcard src/*/*.h)
 
 # The sanitized build (make asan): its own objects and runner under build/asan.
@@ -22,31 +30,57 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua
 
-.PHONY: all clean test demo bench deps lint asan asan-quick valgrind soak docs chaos
+.PHONY: all luajit install clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
+        valgrind soak docs chaos
 
 all: build/zklua/core.so zklua
 
 build/obj/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(LUA_INC) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUA_INC) -c $< -o $@
 
 build/libzklua_core.a: $(CORE_OBJ)
 	ar rcs $@ $^
 
 build/zklua/core.so: $(LUA_OBJ) build/libzklua_core.a
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(LUA_OBJ) build/libzklua_core.a $(LDLIBS)
+	$(CC) -shared $(LDFLAGS) -o $@ $(LUA_OBJ) build/libzklua_core.a $(LDLIBS)
+
+# The LuaJIT (Lua 5.1 ABI) module: only the binding differs; it links no Lua library, the
+# host (luajit, nginx) provides the API.
+luajit: build/luajit/zklua/core.so
+
+build/luajit/obj/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUAJIT_INC) -c $< -o $@
+
+build/luajit/zklua/core.so: $(LUAJIT_OBJ) build/libzklua_core.a
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -o $@ $(LUAJIT_OBJ) build/libzklua_core.a $(LDLIBS)
 
 zklua: build/obj/cli/main.o $(LUA_OBJ) build/libzklua_core.a
-	$(CC) -o $@ $^ $(LUA_LIB) $(LDLIBS) -lm -ldl -Wl,-E
+	$(CC) $(LDFLAGS) -o $@ $^ $(LUA_LIB) $(LDLIBS) -lm -ldl -Wl,-E
+
+# The Lua 5.4 module, every Lua file under lua/ and the zklua command.  The command finds the
+# Lua files of a tree next to it (<bin>/../share/lua/5.4), or through LUA_PATH.
+install: all
+	install -d $(DESTDIR)$(INST_LIBDIR)/zklua $(DESTDIR)$(INST_BINDIR)
+	install -m 755 build/zklua/core.so $(DESTDIR)$(INST_LIBDIR)/zklua/core.so
+	cd lua && find zklua -name '*.lua' -exec install -D -m 644 {} $(DESTDIR)$(INST_LUADIR)/{} \;
+	install -m 755 zklua $(DESTDIR)$(INST_BINDIR)/zklua
 
 # Installs missing Debian packages when run as root, or prints the apt-get line and stops.
 deps:
 	@scripts/ensure-deps
 
-test: deps all lint
+# The suite under Lua 5.4, then under LuaJIT, then a bounded sanitizer run.
+test: deps all luajit lint
 	scripts/run-specs
+	scripts/run-specs --lua=luajit
 	$(MAKE) --no-print-directory asan-quick
+
+test-lua54: deps all
+	scripts/run-specs
 
 build/asan/obj/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -86,16 +120,21 @@ soak: deps all
 valgrind: deps all
 	scripts/run-specs spec/valgrind_spec.lua
 
+test-luajit: deps all luajit
+	scripts/run-specs --lua=luajit
+
 demo: deps all
-	./zklua examples/partition_demo.lua
+	./zklua --sandbox examples/partition_demo.lua
 
 bench: deps all
 	./zklua bench/run.lua
 
-# clang-tidy with the project's .clang-tidy; fails on any warning.
+# clang-tidy with the project's .clang-tidy; fails on any warning.  The binding is checked
+# against both Lua APIs (5.4 and LuaJIT's 5.1).
 lint:
-	@out=$$(clang-tidy $(CORE_SRC) $(LUA_SRC) src/cli/main.c -- -std=c11 -D_GNU_SOURCE \
-		-DTHREADED -I$(LUA_INC) 2>/dev/null | grep -E "warning:|error:"); \
+	@out=$$( (clang-tidy $(CORE_SRC) $(LUA_SRC) src/cli/main.c -- -std=c11 -D_GNU_SOURCE \
+		-DTHREADED -I$(LUA_INC); clang-tidy $(LUA_SRC) -- -std=c11 -D_GNU_SOURCE -DTHREADED \
+		-I$(LUAJIT_INC)) 2>/dev/null | grep -E "warning:|error:"); \
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "lint: clean"; fi
 
 clean:

@@ -4,6 +4,7 @@ local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local compat = require "zklua.compat"
 
 local quote = child.quote
 
@@ -20,7 +21,7 @@ local ZKLUA = ROOT .. "/zklua"
 local function run(cmdline)
   local base = os.tmpname()
   local out, err = base .. ".out", base .. ".err"
-  local ok, how, code = os.execute(string.format("timeout 30 sh -c %s > %s 2> %s < /dev/null",
+  local ok, how, code = compat.execute(string.format("timeout 30 sh -c %s > %s 2> %s < /dev/null",
                                                  quote(cmdline), quote(out), quote(err)))
   local stdout, stderr = child.read_file(out) or "", child.read_file(err) or ""
   os.remove(out); os.remove(err); os.remove(base)

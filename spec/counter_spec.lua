@@ -49,7 +49,7 @@ describe("Counter", function()
     assert.are.equal(4, c.value)
     assert.are.equal(5, c.pre_value)
     assert.are.equal(4, c.post_value)
-    assert.are.equal(math.type(c.value), "integer")
+    assert.is_true(helpers.is_integer(c.value))
     c:sub(10)
     assert.are.equal("-6", (a:get(path)))
     local other = b:Counter(path, 7) -- data present: the default does not matter
@@ -57,7 +57,8 @@ describe("Counter", function()
   end)
 
   it("keeps a float counter as Python's repr", function()
-    local f = a:Counter(path, 1.0)
+    -- under LuaJIT 1.0 is an integral number like 1: only opts.float makes a float counter
+    local f = helpers.LUAJIT and a:Counter(path, 1.0, { float = true }) or a:Counter(path, 1.0)
     assert.are.equal(1.0, f.value)
     f:add(2.5)
     assert.are.equal("3.5", (a:get(path)))
@@ -65,7 +66,7 @@ describe("Counter", function()
     assert.are.equal("4.0", (a:get(path)))
     f:add(2) -- an integer delta is converted
     assert.are.equal("6.0", (a:get(path)))
-    assert.are.equal(math.type(f.value), "float")
+    if not helpers.LUAJIT then assert.are.equal(math.type(f.value), "float") end
     f:sub(6.1)
     assert.are.equal("-0.09999999999999964", (a:get(path)))
   end)
@@ -94,7 +95,7 @@ describe("Counter", function()
     assert.is_nil(a:exists(path)) -- nothing was sent
     a:create(path, "3.0", { makepath = true })
     raises(errors.KazooException, function() return c.value end) -- int("3.0") fails in Python
-    a:set(path, tostring(math.maxinteger))
+    a:set(path, "9223372036854775807") -- the largest 64-bit integer
     raises(errors.BadArgumentsError, c.add, c, 1)
   end)
 
@@ -104,7 +105,7 @@ describe("Counter", function()
       kazoo("counter", path, 100),
       kazoo("counter", path, 100),
     }
-    local z = child.spawn({ "./zklua", "spec/fixtures/counter_child.lua", server.hosts, path, 100 })
+    local z = child.spawn(helpers.lua_argv("spec/fixtures/counter_child.lua", server.hosts, path, 100))
     kids[#kids + 1] = z
     procs[#procs + 1] = z
     for _, p in ipairs(procs) do assert.truthy(p:wait_line("^ready", 30), p:stderr()) end
@@ -127,7 +128,7 @@ describe("Counter", function()
     p:wait_line("^ready", 30)
     a:create(path .. "-go", nil, { makepath = true })
     assert.truthy(p:wait_line("^done 4.5", 30), p:stderr())
-    local f = a:Counter(path, 0.0)
+    local f = a:Counter(path, 0.0, helpers.LUAJIT and { float = true } or nil)
     assert.are.equal(4.5, f.value)
     f:add(0.25)
     local v = kazoo("counter_value", path, "float")

@@ -40,8 +40,8 @@ describe("elections", function()
   end
 
   local function spawn_zklua(opts)
-    local argv = { "./zklua", "spec/fixtures/election_child.lua", "hosts=" .. server.hosts,
-                   "path=" .. path }
+    local argv = helpers.lua_argv("spec/fixtures/election_child.lua", "hosts=" .. server.hosts,
+                                  "path=" .. path)
     for k, v in pairs(opts) do argv[#argv + 1] = k .. "=" .. tostring(v) end
     return kids:spawn(argv)
   end

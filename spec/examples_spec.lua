@@ -54,4 +54,11 @@ describe("examples", function()
     assert.are.equal("w1", tables["w2 left"]["queue-3"]) -- w1 took over one of w2's queues
     assert.matches("\ndone\n", out)
   end)
+
+  it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
+    local ok, out = run_example("cqueues.lua", server.hosts)
+    assert.is_true(ok, out)
+    for i = 1, 3 do assert.matches("counted\t" .. i, out, 1, true) end
+    assert.matches("final\t3", out, 1, true)
+  end)
 end)

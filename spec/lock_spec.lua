@@ -45,8 +45,8 @@ describe("locks", function()
   end
 
   local function spawn_zklua(opts)
-    local argv = { "./zklua", "spec/fixtures/lock_child.lua", "hosts=" .. server.hosts,
-                   "path=" .. path }
+    local argv = helpers.lua_argv("spec/fixtures/lock_child.lua", "hosts=" .. server.hosts,
+                                  "path=" .. path)
     for k, v in pairs(opts) do argv[#argv + 1] = k .. "=" .. tostring(v) end
     return kids:spawn(argv)
   end
@@ -244,7 +244,7 @@ describe("locks", function()
         assert.is_nil(l.fencing_token)
         assert.is_true(l:acquire())
         tokens[i] = l.fencing_token
-        assert.are.equal("integer", math.type(tokens[i]))
+        assert.is_true(helpers.is_integer(tokens[i]))
         assert.are.equal(zk:exists(path .. "/" .. l.node).czxid, tokens[i])
         assert.is_true(l:release())
         assert.is_nil(l.fencing_token)

@@ -35,10 +35,11 @@ local DEFAULT_HOSTS = "127.0.0.1:2181"
 local CLIENT_OPTIONS = {
   hosts = "any", timeout = "number", read_only = "boolean", auth_data = "table",
   default_acl = "table", command_retry = "table", connection_retry = "table",
-  logger = "any", handler = "table", client_id = "table",
+  logger = "any", log_level = "string", handler = "table", client_id = "table",
 }
 
-local LOG_LEVELS = { none = 0, error = 1, warn = 2, warning = 2, info = 3, debug = 4 }
+local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
+local LEVEL_NAMES = '"ERROR", "WARN", "INFO", "DEBUG" or "NONE"'
 
 local function hosts_string(hosts)
   if type(hosts) == "table" then hosts = table.concat(hosts, ",") end
@@ -63,16 +64,40 @@ local function check_auth_data(auth_data)
   return auth_data
 end
 
-local function configure_logger(logger)
-  if logger == nil then return nil end
-  if type(logger) == "function" then return logger end
-  local level = type(logger) == "number" and logger or LOG_LEVELS[logger]
+local function level_number(value, argument, what)
+  local level = type(value) == "string" and LOG_LEVELS[value:upper()]
   if not level then
-    check.fail("client", "logger", "logger must be a function or a level " ..
-               "(\"none\", \"error\", \"warn\", \"info\", \"debug\")")
+    check.fail("client", argument, what .. " (got " .. tostring(value) .. ")")
   end
-  core.set_log_level(level)
-  return nil
+  return level
+end
+
+--- A logger printing lines at threshold or more severe on stderr.
+local function stderr_logger(threshold)
+  return function(level, message)
+    if (LOG_LEVELS[level] or LOG_LEVELS.ERROR) <= threshold then
+      io.stderr:write("zklua ", level, ": ", message, "\n")
+    end
+  end
+end
+
+--- The logger option (a function, or a level name printing to stderr) and log_level (the
+-- most verbose level a logger hears: default INFO for a function, the name's own level)
+-- -> the function to call (nil: zklua's own errors go to stderr, nothing else is said) and
+-- its level (0..4), which is also what libzookeeper is asked for.
+local function configure_logger(logger, log_level)
+  local level = log_level ~= nil and
+    level_number(log_level, "log_level", "log_level must be " .. LEVEL_NAMES) or nil
+  if logger == nil then
+    if level ~= nil then check.fail("client", "log_level", "log_level needs a logger") end
+    return nil, 0
+  end
+  if type(logger) == "function" then return logger, level or LOG_LEVELS.INFO end
+  local named = level_number(logger, "logger", "logger must be a function(level, message) " ..
+                             "or a level name printing to stderr: " .. LEVEL_NAMES)
+  level = level or named
+  if level == 0 then return nil, 0 end
+  return stderr_logger(level), level
 end
 
 --- zklua.client(hosts) or zklua.client{hosts = ..., timeout = ..., ...}
@@ -87,6 +112,7 @@ function Client.new(arg)
   end
   if opts.default_acl then check.acls("client", opts.default_acl, "default_acl") end
   local handler = opts.handler or blocking
+  local logger, log_level = configure_logger(opts.logger, opts.log_level)
   local self = setmetatable({
     hosts = hosts,
     chroot = chroot_of(hosts),
@@ -96,7 +122,8 @@ function Client.new(arg)
     handler = handler,
     _timeout = timeout,
     _default_acl = opts.default_acl or security.OPEN_ACL_UNSAFE,
-    _logger = configure_logger(opts.logger),
+    _logger = logger,
+    _log_level = log_level,
     _pending = {},   -- op id -> future
     _watchers = {},  -- op id -> watch function
     _listeners = {},
@@ -108,7 +135,7 @@ function Client.new(arg)
   if opts.connection_retry then Retry.new(opts.connection_retry) end -- checked; see README
   local resume = opts.client_id
   self._session = core.session(hosts, math.floor(timeout * 1000 + 0.5), opts.read_only == true,
-                               resume and resume[1], resume and resume[2])
+                               resume and resume[1], resume and resume[2], log_level)
   for _, pair in ipairs(check_auth_data(opts.auth_data or {})) do
     self._session:add_auth(pair[1], pair[2]) -- remembered: sent with every new session
   end
@@ -118,17 +145,22 @@ end
 
 -- ---------------------------------------------------------------- event loop
 
+--- Hands a line to the logger: zklua's own (level "ERROR" or "WARN") and libzookeeper's
+-- (they arrive as "log" events, already filtered and rate-limited in C: src/core/log.c).
+-- Without a logger, only zklua's own errors are printed (on stderr).
 function Client:_log(level, message)
   if self._logger then
-    pcall(self._logger, level, message)
-  elseif level == "error" then
+    if (LOG_LEVELS[level] or LOG_LEVELS.ERROR) <= self._log_level then
+      pcall(self._logger, level, message)
+    end
+  elseif level == "ERROR" then
     io.stderr:write("zklua: ", message, "\n")
   end
 end
 
 local function call_user(client, what, fn, ...)
   local ok, result = pcall(fn, ...)
-  if not ok then client:_log("error", "error in " .. what .. ": " .. tostring(result)) end
+  if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
   return ok, result
 end
 
@@ -177,6 +209,8 @@ function Client:_handle(kind, a, b, c, d, e)
   elseif kind == "notify" then
     local target = self._notify_targets[a]
     if target then target:_notified(b) end
+  elseif kind == "log" then
+    self:_log(a, b)
   else
     return false
   end
@@ -220,6 +254,7 @@ end
 function Client:start(timeout)
   timeout = check.timeout("start", timeout) or 15
   if not self._session then errors.raise(errors.ConnectionClosedError, "client is closed") end
+  self:_check_wait()
   if self._stopped then
     local ok, why = self._session:start()
     if not ok then
@@ -265,6 +300,7 @@ function Client:stop()
   self._session:stop()
   self:dispatch(0)
   self._watchers = {}
+  if self.handler.poke then self.handler.poke() end -- wake the coroutines that waited
 end
 
 --- Stops, then frees the client's resources; it cannot be started again.
@@ -272,9 +308,9 @@ function Client:close()
   if not self._session then return end
   self:stop()
   if not self._session then return end -- a callback run by stop() closed it already
+  self.handler.detach(self) -- before the fd closes: a host loop may be polling it
   self._session:close()
   self._session = nil
-  self.handler.detach(self)
 end
 
 --- Restarts: stop() then start().
@@ -366,7 +402,15 @@ function Client:_call(session, now, submit, path, watch, ...)
       return r1, r2
     end
   end
+  self:_check_wait()
   return self:_sync(session, submit(session, ...), path, watch)
+end
+
+--- Raises WouldBlockError when the client's handler (a coroutine handler) cannot wait where
+-- this code runs: a blocking call checks it before it sends anything.
+function Client:_check_wait()
+  local check_wait = self.handler.check_wait
+  if check_wait then check_wait() end
 end
 
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
@@ -433,6 +477,7 @@ end
 
 function Client:create(path, value, opts)
   if opts ~= nil and (type(opts) ~= "table" or opts.makepath) then
+    self:_check_wait()
     return self:_result(self:create_async(path, value, opts))
   end
   opts = check.options("create", opts, CREATE_OPTIONS)
@@ -468,6 +513,7 @@ function Client:ensure_path_async(path, acl)
 end
 
 function Client:ensure_path(path, acl)
+  self:_check_wait()
   return self:_result(self:ensure_path_async(path, acl))
 end
 
@@ -588,6 +634,7 @@ function Client:delete(path, version, recursive)
     check.fail("delete", "version", "a recursive delete cannot check a version")
   end
   self:_usable_session("delete")
+  self:_check_wait()
   self:_delete_tree(path)
   return true
 end
@@ -618,6 +665,7 @@ function Client:set_acls_async(path, acls, version)
 end
 
 function Client:set_acls(path, acls, version)
+  self:_check_wait()
   return self:_result(self:set_acls_async(path, acls, version))
 end
 
@@ -645,6 +693,7 @@ function Client:add_auth_async(scheme, credential)
 end
 
 function Client:add_auth(scheme, credential)
+  self:_check_wait()
   return self:_result(self:add_auth_async(scheme, credential))
 end
 

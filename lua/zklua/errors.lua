@@ -80,6 +80,8 @@ define("TimeoutError", K, nil, "timed out")
 define("RetryFailedError", K, nil, "retries exhausted")
 define("ForceRetryError", K, nil, "retry requested")
 define("InterruptedError", K, nil, "interrupted")
+-- zklua's own: a call that waits, made where a coroutine handler cannot suspend the caller
+define("WouldBlockError", K, nil, "the call would block where the handler cannot wait")
 -- Codes the C library produces locally, reported as the kazoo error a user would expect.
 by_code[-9] = expired        -- ZINVALIDSTATE: the handle died with its session
 

@@ -97,7 +97,8 @@ function Node:_config()
     lines[#lines + 1] = "localSessionsEnabled=true"
     lines[#lines + 1] = "localSessionsUpgradingEnabled=true"
   end
-  if #c.nodes > 1 then
+  if #c.nodes > 1 or c.epoch then
+    if #c.nodes == 1 then lines[#lines + 1] = "standaloneEnabled=false" end
     for _, n in ipairs(c.nodes) do
       lines[#lines + 1] = string.format("server.%d=127.0.0.1:%d:%d", n.id, n.peer_port,
                                         n.election_port)
@@ -109,8 +110,15 @@ end
 --- Starts the process (if not running) and waits until it serves.
 function Node:start(timeout)
   if self.pid and pid_alive(self.pid) then return self end
-  run("mkdir -p " .. shell_quote(self.dir .. "/data"))
+  run("mkdir -p " .. shell_quote(self.dir .. "/data/version-2"))
   write_file(self.dir .. "/data/myid", self.id .. "\n")
+  local epoch = self.cluster.epoch
+  if epoch and not self.started_once then
+    -- the leader's epoch is the zxid's high 32 bits: start it past the one saved here
+    write_file(self.dir .. "/data/version-2/acceptedEpoch", string.format("%d", epoch))
+    write_file(self.dir .. "/data/version-2/currentEpoch", string.format("%d", epoch))
+  end
+  self.started_once = true
   write_file(self.dir .. "/zoo.cfg", self:_config())
   local props = self.cluster.read_only and "-Dreadonlymode.enabled=true " or ""
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
@@ -210,7 +218,8 @@ local function new_cluster(size, opts)
   opts = opts or {}
   local dir = make_temp_dir()
   local cluster = setmetatable({ dir = dir, nodes = {}, tick_time = opts.tick_time or 200,
-                                 read_only = opts.read_only == true }, Cluster)
+                                 read_only = opts.read_only == true, epoch = opts.epoch },
+                               Cluster)
   local taken = {}
   for i = 1, size do
     local ports = free_ports(3, taken)
@@ -315,7 +324,7 @@ function testing.expire_session(zk, timeout)
   local deadline = core.monotonic() + timeout
   while not lost and core.monotonic() < deadline do
     take_over_and_close(zk.hosts, zk:session_timeout(), id, passwd, 2)
-    blocking.wait(function() return lost end, 0.5)
+    zk.handler.wait(function() return lost end, 0.5) -- a coroutine handler yields here
   end
   if not lost then
     zk:remove_listener(on_state)

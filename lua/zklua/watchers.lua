@@ -22,7 +22,7 @@ local function call_func(client, watch, ...)
   if watch.stopped or not watch.func then return end
   local ok, result = pcall(watch.func, ...)
   if not ok then
-    client:_log("error", "error in " .. watch.kind .. " function: " .. tostring(result))
+    client:_log("ERROR", "error in " .. watch.kind .. " function: " .. tostring(result))
     return
   end
   if result == false then watch:_stop() end
@@ -54,7 +54,7 @@ function DataWatch:_fetch(event)
     -- the connection went away: re-armed once CONNECTED again
     self.armed = false
     if not errors.is(data, errors.ConnectionClosedError) then
-      client:_log("warn", "DataWatch " .. path .. ": " .. tostring(data))
+      client:_log("WARN", "DataWatch " .. path .. ": " .. tostring(data))
     end
     return
   end
@@ -133,7 +133,7 @@ function ChildrenWatch:_fetch(event)
     else
       self.armed = false
       if not errors.is(children, errors.ConnectionClosedError) then
-        client:_log("warn", "ChildrenWatch " .. self.path .. ": " .. tostring(children))
+        client:_log("WARN", "ChildrenWatch " .. self.path .. ": " .. tostring(children))
       end
     end
     return

@@ -11,8 +11,43 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
+local compat = require "zklua.compat"
 
 local helpers = {}
+
+--- Whether the suite runs under LuaJIT (scripts/run-specs --lua=luajit).
+helpers.LUAJIT = compat.luajit
+
+--- Lua 5.4's math.type(x) == "integer"; under LuaJIT, an integral number.
+helpers.is_integer = compat.is_integer
+
+--- Runs a shell command line under `timeout` (a hang fails instead of blocking the suite), with
+--- no stdin; returns stdout, stderr and the exit code (128 + N when killed by signal N).
+function helpers.run(cmdline, timeout)
+  local base = os.tmpname()
+  local out, err = base .. ".out", base .. ".err"
+  local ok, how, code = compat.execute(string.format("timeout %d sh -c %s > %s 2> %s < /dev/null",
+    timeout or 60, child.quote(cmdline), child.quote(out), child.quote(err)))
+  local stdout, stderr = child.read_file(out) or "", child.read_file(err) or ""
+  os.remove(out); os.remove(err); os.remove(base)
+  if how == "signal" then code = 128 + code end
+  if ok == true and code == nil then code = 0 end
+  return stdout, stderr, code
+end
+
+--- The argv that runs a Lua script (relative to the checkout) as a child process on the
+--- suite's own interpreter: ./zklua (Lua 5.4), or luajit with the checkout's module paths.
+function helpers.lua_argv(script, ...)
+  local argv
+  if helpers.LUAJIT then
+    argv = { "luajit", "-e", "package.path = 'lua/?.lua;lua/?/init.lua;' .. package.path; " ..
+             "package.cpath = 'build/luajit/?.so;' .. package.cpath", script }
+  else
+    argv = { "./zklua", script }
+  end
+  for i = 1, select("#", ...) do argv[#argv + 1] = select(i, ...) end
+  return argv
+end
 
 --- Debian's python3, which has python3-kazoo (for the kazoo child processes).
 helpers.PYTHON = "/usr/bin/python3"

@@ -21,8 +21,9 @@ typedef enum {
     ZKL_EV_WATCH = 2, /* a one-shot watch fired */
     ZKL_EV_STATE = 3, /* kazoo-style connection state changed */
     ZKL_EV_SESSION = 4, /* internal: the library's raw session event, never delivered */
-    ZKL_EV_NOTIFY = 5,  /* a C recipe tells its Lua owner that something changed */
-    ZKL_EV_TIMER = 6   /* internal: a C timer is due (timers.h), never delivered */
+    ZKL_EV_NOTIFY = 5, /* a C recipe tells its Lua owner that something changed */
+    ZKL_EV_TIMER = 6,  /* internal: a C timer is due (timers.h), never delivered */
+    ZKL_EV_LOG = 7     /* a libzookeeper log line for this session (log.h) */
 } zkl_event_kind;
 
 typedef enum {
@@ -102,6 +103,8 @@ typedef struct zkl_event {
     char *path;
 
     /* ZKL_EV_NOTIFY: id names the recipe, type carries its code */
+
+    /* ZKL_EV_LOG: type is the level (1 ERROR .. 4 DEBUG), data the text */
 
     /* ZKL_EV_STATE */
     zkl_state state;

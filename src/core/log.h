@@ -1,17 +1,83 @@
 /*
- * log.h — where libzookeeper's log lines go.
+ * log.h — libzookeeper's own log lines, handed to the session they belong to.
  *
- * The library logs process-wide from its own threads.  zklua is quiet by default (level 0);
- * at a higher level lines go to stderr, at most a few per second, so that a client whose
- * servers are all down does not flood its host's log.
+ * The library logs from its I/O and completion threads (and from the owner's thread inside
+ * its calls) through a per-handle callback that receives nothing but the text.  So a session
+ * that wants lines binds its sink to a slot: one of ZKL_LOG_SLOTS fixed callbacks, each
+ * forwarding to the sink bound to it for as long as the handle lives.  The sink filters by
+ * level, rate-limits, and pushes ZKL_EV_LOG events (type = level, data = text) onto the
+ * session's queue; the owner thread hands them to Lua like any other event.
+ *
+ * Guarantees:
+ * - Quiet by default: a sink at level 0 gets a callback that drops everything, and the
+ *   library's process-wide level is the highest any bound sink asks for (0, nothing formatted,
+ *   when none does).  Nothing is ever written to stderr here.
+ * - Lines reach only the session whose handle logged them, never another one.
+ * - Rate limits, because with every server down the library retries in a loop (one host:
+ *   an ERROR and a WARN per attempt; two hosts: 12,000 lines/s were measured):
+ *     ERROR and WARN lines from one place in the library (function and line) pass at most
+ *     once per ZKL_LOG_REPEAT_S seconds, the next one shown saying how many were suppressed;
+ *     at most ZKL_LOG_BURST lines per second pass at any level; at most ZKL_LOG_QUEUED wait
+ *     undelivered (a client that does not dispatch drops the rest).  What is dropped for the
+ *     last two reasons is counted on the next line shown.
+ * - SUSPENDED and LOST change nothing here: the sink outlives every handle of its session
+ *   and is rebound to each new one (an expiry opens a new handle).
  */
 #ifndef ZKL_LOG_H
 #define ZKL_LOG_H
 
-/* 0 quiet, 1 error, 2 warn, 3 info, 4 debug (the library's levels). */
-void zkl_log_set_level(int level);
-int zkl_log_level(void);
-/* The log callback handed to zookeeper_init2; safe on any thread. */
-void zkl_log_library_line(const char *message);
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <zookeeper/zookeeper.h>
+
+struct zkl_queue;
+
+enum {
+    ZKL_LOG_SLOTS = 64,    /* sessions with a logger that may have a handle at once */
+    ZKL_LOG_REPEAT_S = 5,  /* one ERROR/WARN line per place in the library per this long */
+    ZKL_LOG_BURST = 50,    /* lines per second per session, at most */
+    ZKL_LOG_QUEUED = 1000, /* lines waiting for the owner, at most */
+    ZKL_LOG_PLACES = 16,   /* places whose repeats are tracked (the least recent is reused) */
+    ZKL_LOG_WHERE_SIZE = 64
+};
+
+typedef struct zkl_log_place {
+    char where[ZKL_LOG_WHERE_SIZE]; /* "function@line" in the library; "" when unused */
+    double last_shown; /* monotonic seconds */
+    long suppressed;  /* lines from here not shown since */
+} zkl_log_place;
+
+typedef struct zkl_log_sink {
+    pthread_mutex_t mutex;   /* guards everything below but the atomics */
+    struct zkl_queue *queue; /* where lines go */
+    int level;               /* 0 none, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG */
+    int slot;                /* the bound slot, or -1 */
+    int bound;               /* a handle is using this sink's callback */
+    zkl_log_place places[ZKL_LOG_PLACES];
+    double burst_start;      /* the current one-second window */
+    int burst_count;
+    long dropped;            /* lines dropped by the burst or queue limit, not yet reported */
+    int slot_shortage_noted; /* told the owner once that no slot was free */
+    atomic_long queued;      /* lines pushed and not yet taken by the owner */
+} zkl_log_sink;
+
+/* level 0..4; 0 when the session has no logger.  Returns 0, or -1 (out of resources). */
+int zkl_log_sink_init(zkl_log_sink *sink, struct zkl_queue *queue, int level);
+void zkl_log_sink_destroy(zkl_log_sink *sink);
+
+/* The callback to hand zookeeper_init2 for a new handle; call zkl_log_sink_unbind() once that
+ * handle is closed (or failed to open).  Owner thread only. */
+log_callback_fn zkl_log_sink_bind(zkl_log_sink *sink);
+void zkl_log_sink_unbind(zkl_log_sink *sink);
+
+/* The owner took a ZKL_EV_LOG event of this sink off the queue. */
+void zkl_log_sink_taken(zkl_log_sink *sink);
+
+/* The library's process-wide level now (the highest a bound sink asks for). */
+int zkl_log_library_level(void);
+
+/* "ERROR", "WARN", "INFO" or "DEBUG" for 1..4. */
+const char *zkl_log_level_name(int level);
 
 #endif

@@ -54,6 +54,13 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
+    if (zkl_log_sink_init(&s->log, &s->queue, o->log_level) != 0) {
+        zkl_timers_destroy(&s->timers);
+        zkl_queue_destroy(&s->queue);
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
     s->timeout_ms = o->timeout_ms;
     s->read_only = o->read_only;
     s->resume = o->resume;
@@ -80,12 +87,14 @@ static int open_handle(zkl_session *s)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int flags = ZOO_NO_LOG_CLIENTENV | (s->read_only ? ZOO_READONLY : 0);
     const clientid_t *resume = s->resume ? &s->resume_id : NULL;
+    log_callback_fn log_line = zkl_log_sink_bind(&s->log);
     zhandle_t *zh = zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
-                                    zkl_log_library_line);
+                                    log_line);
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (!zh) {
+        zkl_log_sink_unbind(&s->log);
         free(hc);
         errno = saved ? saved : EINVAL;
         return -1;
@@ -136,6 +145,7 @@ static void close_handle(zkl_session *s, int rc)
         s->zh = NULL;
         free(s->handle_ctx);
         s->handle_ctx = NULL;
+        zkl_log_sink_unbind(&s->log); /* the handle's threads are joined: no line follows */
     }
     zkl_queue_fail_pending(&s->queue, rc);
     atomic_store(&s->closing_rc, ZCLOSING);
@@ -226,6 +236,7 @@ void zkl_session_free(zkl_session *s)
     free(s->auths);
     free(s->listeners);
     zkl_watch_routes_free(&s->watch_routes);
+    zkl_log_sink_destroy(&s->log);
     free(s->hosts);
     free(s);
 }
@@ -358,6 +369,9 @@ static int consume_internally(zkl_session *s, zkl_event *ev, zkl_event **out)
     case ZKL_EV_TIMER:
         zkl_timers_deliver(s, &s->timers, ev);
         return 1;
+    case ZKL_EV_LOG:
+        zkl_log_sink_taken(&s->log);
+        return 0;
     }
     return 0;
 }

@@ -25,6 +25,7 @@ typedef struct zkl_session_options {
     int timeout_ms;      /* requested session timeout */
     int read_only;       /* allow read-only servers (ZOO_READONLY) */
     int resume;          /* reattach to session_id/passwd on the first start */
+    int log_level;       /* libzookeeper lines wanted: 0 none .. 4 DEBUG (log.h) */
     int64_t session_id;
     char passwd[16];
 } zkl_session_options;

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include "log.h"
 #include "queue.h"
 #include "session.h"
 #include "timers.h"
@@ -52,6 +53,7 @@ struct zkl_session {
      * reply before a watch event the server sent first, and ZooKeeper promises a client sees
      * the watch event before the data that changed. */
     long watches_out;
+    zkl_log_sink log;         /* libzookeeper's lines for this session's handles */
 
     zkl_auth *auths;
     int auth_count;

@@ -16,6 +16,55 @@ void zkl_push_session_id(lua_State *L, int64_t id)
     lua_pushstring(L, buf);
 }
 
+#if LUA_VERSION_NUM >= 503
+void zkl_push_int64(lua_State *L, int64_t v)
+{
+    lua_pushinteger(L, (lua_Integer)v);
+}
+
+void zkl_register_int64(lua_State *L)
+{
+    (void)L;
+}
+#else
+/*
+ * LuaJIT: the C API has no 64-bit integer and cannot make cdata, so an id beyond 2^53 (where
+ * doubles skip integers) is rebuilt in Lua by the FFI from its two exact 32-bit halves.
+ * Zxids beyond 2^53 need a leader epoch of 2^21 or more: numbers are the rule, cdata the
+ * exact exception (it compares and adds with numbers; string.format("%d") prints it).
+ */
+static const char INT64_CONSTRUCTOR[] =
+    "local int64 = require('ffi').typeof('int64_t')\n"
+    "return function(high, low) return int64(high) * 4294967296 + low end\n";
+
+static const char int64_constructor_key = 0;
+
+enum { EXACT_DOUBLE_LIMIT_BITS = 53 };
+
+void zkl_push_int64(lua_State *L, int64_t v)
+{
+    const int64_t limit = (int64_t)1 << EXACT_DOUBLE_LIMIT_BITS;
+    if (v >= -limit && v <= limit) {
+        lua_pushnumber(L, (lua_Number)v);
+        return;
+    }
+    lua_pushlightuserdata(L, (void *)&int64_constructor_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    lua_pushnumber(L, (lua_Number)(int32_t)(v >> 32));        /* signed high half */
+    lua_pushnumber(L, (lua_Number)(uint32_t)((uint64_t)v & 0xffffffffu)); /* low half */
+    lua_call(L, 2, 1);
+}
+
+void zkl_register_int64(lua_State *L)
+{
+    lua_pushlightuserdata(L, (void *)&int64_constructor_key);
+    if (luaL_loadbuffer(L, INT64_CONSTRUCTOR, sizeof INT64_CONSTRUCTOR - 1, "=zklua.int64") != 0)
+        lua_error(L);
+    lua_call(L, 0, 1);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+}
+#endif
+
 /*
  * Stats are built by a small Lua constructor: a table constructor with constant keys costs a
  * fraction of eleven lua_setfield calls from C, and a stat comes with every read.  kazoo's
@@ -50,15 +99,15 @@ void zkl_push_stat(lua_State *L, const struct Stat *st)
 {
     lua_pushlightuserdata(L, (void *)&stat_constructor_key);
     lua_rawget(L, LUA_REGISTRYINDEX);
-    lua_pushinteger(L, (lua_Integer)st->czxid);
-    lua_pushinteger(L, (lua_Integer)st->mzxid);
-    lua_pushinteger(L, (lua_Integer)st->pzxid);
-    lua_pushinteger(L, (lua_Integer)st->ctime);
-    lua_pushinteger(L, (lua_Integer)st->mtime);
+    zkl_push_int64(L, st->czxid);
+    zkl_push_int64(L, st->mzxid);
+    zkl_push_int64(L, st->pzxid);
+    zkl_push_int64(L, st->ctime);
+    zkl_push_int64(L, st->mtime);
     lua_pushinteger(L, st->version);
     lua_pushinteger(L, st->cversion);
     lua_pushinteger(L, st->aversion);
-    lua_pushinteger(L, (lua_Integer)st->ephemeralOwner);
+    zkl_push_int64(L, st->ephemeralOwner);
     lua_pushinteger(L, st->dataLength);
     lua_pushinteger(L, st->numChildren);
     if (st->ephemeralOwner != 0)

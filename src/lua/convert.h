@@ -27,4 +27,10 @@ const char *zkl_keeper_state_name(int zk_state);
 /* Session ids as kazoo prints them: "0x" and lowercase hex. */
 void zkl_push_session_id(lua_State *L, int64_t id);
 
+/* A 64-bit id (zxid, fencing token, ephemeral owner), exact: an integer under Lua 5.4; under
+ * LuaJIT (numbers are doubles) a number while |v| <= 2^53 and an int64_t cdata beyond. */
+void zkl_push_int64(lua_State *L, int64_t v);
+/* Prepares zkl_push_int64 in this Lua state; call once when the module opens. */
+void zkl_register_int64(lua_State *L);
+
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../recipes/counter.h"
+#include "convert.h"
 #include "counter_binding.h"
 #include "recipe_binding.h"
 
@@ -52,7 +53,7 @@ static void push_value(lua_State *L, zkl_counter_value v, int kind)
     if (kind == ZKL_COUNTER_FLOAT)
         lua_pushnumber(L, (lua_Number)v.f);
     else
-        lua_pushinteger(L, (lua_Integer)v.i);
+        zkl_push_int64(L, v.i);
 }
 
 static int counter_new(lua_State *L)

@@ -142,7 +142,7 @@ static int lock_fencing_token(lua_State *L)
     int64_t token;
     if (zkl_lock_fencing_token(check_lock(L), &token) != 0)
         return 0;
-    lua_pushinteger(L, (lua_Integer)token);
+    zkl_push_int64(L, token);
     return 1;
 }
 

@@ -126,10 +126,12 @@ static int core_sleep(lua_State *L)
     return 0;
 }
 
-static int core_set_log_level(lua_State *L)
+/* library_log_level() -> the level libzookeeper formats lines at, process-wide: the highest
+ * a session with a logger asks for, 0 when none does */
+static int core_library_log_level(lua_State *L)
 {
-    zkl_log_set_level((int)luaL_checkinteger(L, 1));
-    return 0;
+    lua_pushinteger(L, zkl_log_library_level());
+    return 1;
 }
 
 static int core_free_port(lua_State *L)
@@ -164,7 +166,7 @@ static const luaL_Reg core_functions[] = {
     {"poll", core_poll},
     {"sleep", core_sleep},
     {"cpu_time", core_cpu_time},
-    {"set_log_level", core_set_log_level},
+    {"library_log_level", core_library_log_level},
     {"free_port", core_free_port},
     {"four_letter", core_four_letter},
     {NULL, NULL},
@@ -174,6 +176,7 @@ int luaopen_zklua_core(lua_State *L)
 {
     lua_newtable(L);
     luaL_setfuncs(L, core_functions, 0);
+    zkl_register_int64(L);
     zkl_register_stat_constructor(L);
     zkl_register_session(L);
     zkl_register_lock(L);
@@ -193,6 +196,5 @@ int luaopen_zklua_core(lua_State *L)
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);
     lua_setfield(L, -2, "max_packet");
-    zkl_log_set_level(0);
     return 1;
 }

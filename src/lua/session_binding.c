@@ -9,12 +9,14 @@
  *   "watch", id, type, state, path
  *   "state", state, client_state
  *   "notify", target, code                    (a C recipe's news for its Lua object)
+ *   "log",   level, text                      (a libzookeeper line, see core/log.h)
  * s:await(id) returns op id's event the same way once nothing else comes before it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/log.h"
 #include "../core/ops.h"
 #include "../core/session.h"
 #include "convert.h"
@@ -65,7 +67,7 @@ static int push_op_id(lua_State *L, uint64_t id)
     return 1;
 }
 
-/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd]) */
+/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd [, log_level]]) */
 static int session_new(lua_State *L)
 {
     zkl_session_options o;
@@ -85,6 +87,9 @@ static int session_new(lua_State *L)
         memcpy(o.passwd, pw, sizeof o.passwd);
         o.resume = 1;
     }
+    o.log_level = (int)luaL_optinteger(L, 6, 0);
+    if (o.log_level < 0 || o.log_level > 4)
+        return luaL_argerror(L, 6, "log level must be 0 (none) to 4 (DEBUG)");
     session_box *box = lua_newuserdatauv(L, sizeof *box, 0);
     box->session = NULL;
     luaL_setmetatable(L, SESSION_METATABLE);
@@ -196,6 +201,11 @@ static int push_event(lua_State *L, zkl_event *ev)
         lua_pushliteral(L, "notify");
         lua_pushinteger(L, (lua_Integer)ev->id);
         lua_pushinteger(L, ev->type);
+        return 3;
+    case ZKL_EV_LOG:
+        lua_pushliteral(L, "log");
+        lua_pushstring(L, zkl_log_level_name(ev->type));
+        lua_pushlstring(L, ev->data ? ev->data : "", (size_t)ev->data_len);
         return 3;
     case ZKL_EV_SESSION:
     case ZKL_EV_TIMER:

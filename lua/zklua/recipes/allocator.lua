@@ -183,7 +183,7 @@ local function run_hook(self, name, fn, ...)
   if not fn then return end
   local ok, err = bounded.call(self.max_reaction_time, fn, ...)
   if not ok then
-    log(self, "error", name .. "(" .. tostring((...)) .. ") " ..
+    log(self, "ERROR", name .. "(" .. tostring((...)) .. ") " ..
         (err == bounded.TIMEOUT and "ran over max_reaction_time (" ..
          self.max_reaction_time .. " s): stopped, the item is handed over" or
          "raised: " .. tostring(err)))
@@ -227,7 +227,7 @@ function Allocator:_compute(epoch)
   if not valid then
     why = result == bounded.TIMEOUT and "ran over strategy_timeout" or tostring(why)
     self.strategy_error = why
-    log(self, "error", "the strategy failed (" .. why .. "): round_robin is used instead")
+    log(self, "ERROR", "the strategy failed (" .. why .. "): round_robin is used instead")
     result = strategies().round_robin(members, items, ctx)
   else
     self.strategy_error = nil
@@ -236,7 +236,7 @@ function Allocator:_compute(epoch)
   if published == nil and err ~= "stale" then
     self.error = errors.KazooException("cannot publish the assignment: " .. tostring(err),
                                        self.path)
-    log(self, "error", tostring(self.error))
+    log(self, "ERROR", tostring(self.error))
   end
 end
 
@@ -263,7 +263,7 @@ function Allocator:_rebalanced(old, gained, lost, session_lost)
     local info = { gained = gained, lost = lost, moved = moved, generation = generation,
                    session_lost = session_lost }
     local ok, err = pcall(self.on_rebalance, self.allocation, old, info)
-    if not ok then log(self, "error", "on_rebalance raised: " .. tostring(err)) end
+    if not ok then log(self, "ERROR", "on_rebalance raised: " .. tostring(err)) end
   end
 end
 
@@ -316,7 +316,7 @@ function Allocator:_process()
   self._busy = false
   local ud = self._ud
   if ud:phase() == "idle" and self._registered then self:_unregister() end
-  if not ok then log(self, "error", "handling news failed: " .. tostring(err)) end
+  if not ok then log(self, "ERROR", "handling news failed: " .. tostring(err)) end
 end
 
 local function not_from_a_hook(self, fname)

@@ -31,6 +31,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 
 local recipes = {}
 
@@ -43,6 +44,7 @@ end
 local function run(self, fname, op, timeout)
   local ud, client = self._barrier, self.client
   usable(client, fname)
+  client:_check_wait()
   if ud:busy() then -- a clean-up of an earlier attempt
     client.handler.wait(function() return not ud:busy() or not client._session end, timeout)
   end
@@ -148,7 +150,7 @@ end
 function recipes.DoubleBarrier(client, path, num_clients, identifier)
   local fname = "DoubleBarrier"
   check.path(fname, path)
-  if math.type(num_clients) ~= "integer" or num_clients < 1 or num_clients > 2147483647 then
+  if not compat.is_integer(num_clients) or num_clients < 1 or num_clients > 2147483647 then
     check.fail(fname, "num_clients", "num_clients must be a positive integer (got " ..
                tostring(num_clients) .. ")")
   end

@@ -4,6 +4,7 @@
 --   c:add(2); c:sub(1); c = c + 5                  -- c.value, c.pre_value, c.post_value
 --   local f = zk:Counter("/app/load", 1.0)         -- float counter ("3.5")
 --   local k = zk:Counter("/app/n", 0, { support_curator = true }) -- curator's SharedCount
+--   local g = zk:Counter("/app/g", 1, { float = true })  -- a float counter under LuaJIT too
 --
 -- The state machine is C (src/recipes/counter.c); the node and its data are kazoo's, so kazoo
 -- and zklua processes share a counter: data = the ASCII repr of the value ("3" for an int
@@ -15,7 +16,8 @@
 --   takes integers only (add(1.5) raises BadArgumentsError before anything is sent, as kazoo
 --   raises TypeError); a float default makes a float counter (an integer delta is converted;
 --   kazoo would raise TypeError).  support_curator needs an integer default; its values must
---   fit in 32 bits.
+--   fit in 32 bits.  LuaJIT's numbers have no integer subtype: there an integral default
+--   (1.0 too) makes an int counter, and opts.float = true makes a float counter in any case.
 -- * Data that is not a value of the counter's type raises KazooException (kazoo: ValueError);
 --   a sum that overflows 64 bits (32 for curator) raises BadArgumentsError and nothing is
 --   written.
@@ -29,6 +31,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 
 local recipes = {}
 
@@ -41,6 +44,7 @@ end
 -- Runs one read or add in C and waits for it; returns pre, post.
 local function run(self, fname, add, delta)
   usable(self.client, fname)
+  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the add
   local ud, client = self._counter, self.client
   if ud:phase() == "busy" then -- an earlier call interrupted in its wait: let it finish
     client.handler.wait(function() return ud:phase() ~= "busy" or not client._session end)
@@ -74,7 +78,7 @@ local function delta_of(self, fname, n)
     check.fail(fname, "value", "value must be a number (got " .. type(n) .. ")")
   end
   if self._kind == "float" then return n + 0.0 end
-  if math.type(n) ~= "integer" then
+  if not compat.is_integer(n) then
     check.fail(fname, "value", "value must be an integer for an int counter (got " ..
                tostring(n) .. ")")
   end
@@ -105,7 +109,7 @@ end
 --- sub(n) -> self: adds -n.
 function Counter:sub(n)
   local delta = delta_of(self, "sub", n)
-  if self._kind ~= "float" and delta == math.mininteger then
+  if self._kind ~= "float" and delta == compat.mininteger then
     check.fail("sub", "value", "value is too small to negate")
   end
   self.pre_value, self.post_value = nil, nil
@@ -127,10 +131,11 @@ function recipes.Counter(client, path, default, opts)
   if type(default) ~= "number" then
     check.fail(fname, "default", "default must be a number (got " .. type(default) .. ")")
   end
-  opts = check.options(fname, opts, { support_curator = "boolean" }, "opts") or {}
+  opts = check.options(fname, opts, { support_curator = "boolean", float = "boolean" },
+                       "opts") or {}
   local curator = opts.support_curator
   if curator ~= nil then curator = check.flag(fname, curator, "support_curator") end
-  local kind = math.type(default) == "integer" and "int" or "float"
+  local kind = (compat.is_integer(default) and not opts.float) and "int" or "float"
   if curator then
     if kind ~= "int" then
       check.fail(fname, "default", "when support_curator is enabled the default must be an integer")

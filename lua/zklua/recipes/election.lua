@@ -45,6 +45,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 local locks = require "zklua.recipes.lock"
 
 local recipes = {}
@@ -90,7 +91,7 @@ local function fire(self, list, what)
   for _, fn in ipairs(copy) do
     local ok, err = pcall(fn, self)
     if not ok then
-      self.client:_log("error", "error in election " .. what .. " callback: " .. tostring(err))
+      self.client:_log("ERROR", "error in election " .. what .. " callback: " .. tostring(err))
     end
   end
 end
@@ -136,7 +137,7 @@ function Election:_sync()
     elseif outcome == "failed" then
       end_latch(self)
       self.error = errors.from_code(rc, self.path)
-      client:_log("error", "election on " .. self.path .. " stopped: " .. tostring(self.error))
+      client:_log("ERROR", "election on " .. self.path .. " stopped: " .. tostring(self.error))
     else
       ud:acquire(true, true) -- lost (expiry): compete again on the new session
     end
@@ -242,13 +243,13 @@ function Election:run(fn, ...)
     return false
   end
   self._leading = true
-  local results = table.pack(pcall(fn, ...))
+  local results = compat.pack(pcall(fn, ...))
   self._leading = false
   local released, err = pcall(self.lock.release, self.lock)
   self._mode = nil
   if not results[1] then error(results[2], 0) end
   if not released then error(err, 0) end
-  return true, table.unpack(results, 2, results.n)
+  return true, compat.unpack(results, 2, results.n)
 end
 
 --- Cancels a run() waiting to be elected (it returns false), or the next run; stops a

@@ -32,6 +32,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 
 local recipes = {}
 
@@ -119,6 +120,7 @@ function Lock:acquire(blocking, timeout, ephemeral)
   timeout = check.timeout("acquire", timeout)
   ephemeral = flag("acquire", ephemeral, "ephemeral", true)
   usable(self.client, "acquire")
+  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the node
   local ud = self._lock
   local phase = ud:phase()
   if phase == "held" or phase == "releasing" then
@@ -230,11 +232,11 @@ end
 function Lock:with(fn, ...)
   if type(fn) ~= "function" then check.fail("with", "fn", "fn must be a function") end
   self:acquire()
-  local results = table.pack(pcall(fn, ...))
+  local results = compat.pack(pcall(fn, ...))
   local released, err = pcall(self.release, self)
   if not results[1] then error(results[2], 0) end
   if not released then error(err, 0) end
-  return table.unpack(results, 2, results.n)
+  return compat.unpack(results, 2, results.n)
 end
 
 -- on_lost(fn): fn(lock) runs when the session expired while the lock was held.

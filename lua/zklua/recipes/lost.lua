@@ -24,7 +24,7 @@ function lost.install(class, what)
     for _, fn in ipairs(self._lost_callbacks) do
       local ok, err = pcall(fn, self)
       if not ok then
-        self.client:_log("error", "error in " .. what .. " on_lost callback: " .. tostring(err))
+        self.client:_log("ERROR", "error in " .. what .. " on_lost callback: " .. tostring(err))
       end
     end
   end

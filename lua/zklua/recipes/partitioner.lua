@@ -214,7 +214,7 @@ end
 -- ---------------------------------------------------------------- the C side's requests
 
 local function log(self, message)
-  self.client:_log("error", "SetPartitioner on " .. self.path .. ": " .. message)
+  self.client:_log("ERROR", "SetPartitioner on " .. self.path .. ": " .. message)
 end
 
 -- The names of the share partition_func returned, or nil and what is wrong with it.

@@ -2,6 +2,7 @@
 --
 --   local p = zk:Party("/app/workers", "worker-1")
 --   p:join(); for _, id in ipairs(p:members()) do ... end; print(#p); p:leave()
+--   (#p counts the members; under LuaJIT, whose # ignores __len on tables, p:len())
 --   p:on_lost(function(party) ... end)          -- the session expired while joined
 --   local s = zk:ShallowParty("/app/names", "worker-1")   -- the identifier is in the name
 --
@@ -63,6 +64,7 @@ end
 --- join(): the member node exists once it returns.
 function Party:join()
   usable(self.client, "join")
+  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "leaving" then wait_phase(self, "join", "leaving") end
   if ud:phase() == "joining" then wait_phase(self, "join", "joining") end -- an interrupted join
@@ -81,6 +83,7 @@ end
 --- leave() -> true if the node was deleted, false if there was none.
 function Party:leave()
   usable(self.client, "leave")
+  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "joining" then wait_phase(self, "leave", "joining") end
   if ud:phase() == "leaving" then wait_phase(self, "leave", "leaving") end -- an interrupted leave
@@ -130,9 +133,13 @@ function Party:members()
   return ids
 end
 
-function Party.__len(self)
+--- len() -> how many members there are: #party, under LuaJIT too (whose # ignores __len on
+-- a table, as Lua 5.1 does).
+function Party:len()
   return #member_names(self)
 end
+
+Party.__len = Party.len
 
 function Party.__pairs(self)
   return ipairs(self:members())

@@ -147,13 +147,13 @@ end
 
 function TreeCache:_fault(err)
   if #self._fault_listeners == 0 then
-    self.client:_log("error", "TreeCache " .. self.path .. ": " .. tostring(err))
+    self.client:_log("ERROR", "TreeCache " .. self.path .. ": " .. tostring(err))
     return
   end
   for _, fn in ipairs(copy(self._fault_listeners)) do
     local ok, e = pcall(fn, err)
     if not ok then
-      self.client:_log("error", "error in TreeCache fault listener: " .. tostring(e))
+      self.client:_log("ERROR", "error in TreeCache fault listener: " .. tostring(e))
     end
   end
 end
