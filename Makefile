@@ -126,7 +126,7 @@ test-luajit: deps all luajit
 demo: deps all
 	./zklua --sandbox examples/partition_demo.lua
 
-bench: deps all
+bench: deps all luajit
 	./zklua bench/run.lua
 
 # clang-tidy with the project's .clang-tidy; fails on any warning.  The binding is checked

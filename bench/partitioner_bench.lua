@@ -53,7 +53,7 @@ local function member(hosts, path, n_items, ident, tb, session)
       qp:release_set()
     elseif qp.acquired then
       if not announced then
-        say("acquired", #qp, string.format("%.6f", core.monotonic()))
+        say("acquired", #qp:list(), string.format("%.6f", core.monotonic()))
         announced = true
       end
       zk.handler.wait(function() return not qp.acquired or leave end, 1)

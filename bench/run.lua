@@ -128,10 +128,15 @@ local function parse_results(out)
   return results
 end
 
-local function tail(text, n)
-  local lines = {}
-  for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
-  return table.concat(lines, "\n", math.max(1, #lines - n + 1))
+-- The line that says why a script failed: the last one that is not part of a traceback
+-- (Lua: "lua: file:line: message" before "stack traceback:"; Python: the exception, last).
+local function error_line(text)
+  local found
+  for line in text:gmatch("[^\n]+") do
+    if line == "stack traceback:" then break end
+    if not line:match("^%s") and not line:match("^RESULT ") then found = line end
+  end
+  return found or "no output"
 end
 
 -- Runs one workload of one client; returns its RESULT lines parsed, or nil after noting why.
@@ -140,7 +145,7 @@ local function run(what, client, cmd)
   local out, ok = shell(cmd .. " 2>&1")
   if ok then return parse_results(out) end
   failures = failures + 1
-  note(string.format("%s, %s: failed (%s)", what, client.label, tail(out, 3):gsub("\n", " / ")))
+  note(string.format("%s, %s: failed: %s", what, client.label, error_line(out)))
   io.stderr:write(out, "\n")
   return nil
 end
