@@ -126,6 +126,8 @@ test-luajit: deps all luajit
 demo: deps all
 	./zklua --sandbox examples/partition_demo.lua
 
+# One table: raw C, zklua (Lua 5.4 and LuaJIT) and kazoo on one throwaway server; also written
+# to docs/benchmarks.md.  BENCH_ROUNDS (default 3) and the knobs in bench/run.lua.
 bench: deps all luajit
 	./zklua bench/run.lua
 

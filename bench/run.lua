@@ -478,7 +478,8 @@ local function machine()
     string.format("ZooKeeper %s (one standalone server on loopback, the project's harness); " ..
                   "libzookeeper-mt %s; Lua %s; LuaJIT %s; kazoo %s on Python %s",
                   pkg("zookeeper"), pkg("libzookeeper-mt2"), pkg("liblua5.4-0"),
-                  LUAJIT_MISSING and "(not run)" or first_line("luajit -v"):match("LuaJIT (%S+)"),
+                  LUAJIT_MISSING and "(not run)" or string.format("%s (luajit2 %s)",
+                    first_line("luajit -v"):match("LuaJIT (%S+)") or "?", pkg("luajit2")),
                   first_line("/usr/bin/python3 -c 'import kazoo.version as v; print(v.__version__)'"),
                   first_line("/usr/bin/python3 -c 'import platform; print(platform.python_version())'")),
     "load average at the start: " .. first_line("cut -d' ' -f1-3 /proc/loadavg"),
