@@ -61,7 +61,7 @@ local N = {
   strategy_runs = env_number("BENCH_STRATEGY_RUNS", 3),
   tree_dirs = math.max(1, math.floor(env_number("BENCH_TREE_NODES", 10000) / 100)),
 }
-N.tree_nodes = 1 + 100 * N.tree_dirs -- the root, then directories of 99 nodes each
+N.tree_nodes = 1 + 100 * N.tree_dirs -- the root and tree_dirs directories of 99 nodes each
 local ALLOC_STRATEGIES = { "sticky", "round_robin" }
 local DOC = os.getenv("BENCH_DOC") -- default: docs/benchmarks.md after a full run
 
@@ -73,8 +73,6 @@ local function shell(cmd)
 end
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
-
-local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 -- ---------------------------------------------------------------- clients
 
@@ -270,10 +268,15 @@ SECTIONS[#SECTIONS + 1] = { id = "strategies", run = function(_, round)
   end
 end }
 
--- The tree both caches load: made once with pipelined creates, removed at the end.
-local function make_tree(hosts)
+local function connect(hosts)
   local zk = require("zklua").client{ hosts = hosts, timeout = 30 }
   zk:start(15)
+  return zk
+end
+
+-- The tree the caches load: made once with pipelined creates (removed by finish()).
+local function make_tree(hosts)
+  local zk = connect(hosts)
   local root = "/bench-tree-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e9))
   local futures = { zk:create_async(root) }
   for i = 1, N.tree_dirs do
@@ -285,11 +288,12 @@ local function make_tree(hosts)
   end
   for _, f in ipairs(futures) do f:get(120) end
   assert(#futures == N.tree_nodes)
-  return zk, root
+  zk:close()
+  return root
 end
 
 SECTIONS[#SECTIONS + 1] = { id = "tree_cache", run = function(ctx, round)
-  if not ctx.tree then ctx.tree_zk, ctx.tree = make_tree(ctx.hosts) end
+  if not ctx.tree then ctx.tree = make_tree(ctx.hosts) end
   for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
     local cmd = c.python and c.python .. " bench/kazoo_tree_cache_bench.py" or
                 c.lua .. " bench/tree_cache_bench.lua"
@@ -308,8 +312,9 @@ SECTIONS[#SECTIONS + 1] = { id = "tree_cache", run = function(ctx, round)
   end
 end, finish = function(ctx)
   if ctx.tree then
-    ctx.tree_zk:delete(ctx.tree, nil, true)
-    ctx.tree_zk:close()
+    local zk = connect(ctx.hosts)
+    zk:delete(ctx.tree, nil, true)
+    zk:close()
   end
 end }
 
@@ -352,6 +357,10 @@ local TARGETS = {
 }
 for _, s in ipairs(ALLOC_STRATEGIES) do
   TARGETS["alloc_" .. s .. "_leave"] = { "≤ 500 ms", at_most(500) }
+  if s == "sticky" or s == "rendezvous" then
+    TARGETS["alloc_" .. s .. "_moved"] = { "≤ 1.2× ideal",
+                                           at_most(1.2 * N.alloc_items / (N.alloc_members + 1)) }
+  end
 end
 
 -- The table's rows in order: group headings ({group, section}) and figures ({id, measure,
