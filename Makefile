@@ -126,7 +126,9 @@ test-luajit: deps all luajit
 demo: deps all
 	./zklua --sandbox examples/partition_demo.lua
 
-bench: deps all
+# One table: raw C, zklua (Lua 5.4 and LuaJIT) and kazoo on one throwaway server; also written
+# to docs/benchmarks.md.  BENCH_ROUNDS (default 3) and the knobs in bench/run.lua.
+bench: deps all luajit
 	./zklua bench/run.lua
 
 # clang-tidy with the project's .clang-tidy; fails on any warning.  The binding is checked

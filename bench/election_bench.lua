@@ -63,7 +63,8 @@ local function spawn()
   if kind == "kazoo" then
     cmd = "/usr/bin/python3 bench/kazoo_election_worker.py"
   else
-    cmd = "./zklua bench/election_bench.lua --worker"
+    -- the interpreter running this driver (./zklua, or luajit for bench/run.lua's LuaJIT column)
+    cmd = quote(arg[-1] or "./zklua") .. " " .. quote(arg[0]) .. " --worker"
   end
   local line = string.format("%s %s %s %s %s >/dev/null 2>&1 & echo $!", cmd, quote(hosts),
                              quote(path), member, session_timeout)

@@ -1,6 +1,9 @@
---- partitioner_bench.lua — zklua's SetPartitioner re-covering a set after membership changes.
--- MEMBERS member processes (./zklua, one session each, session timeout SESSION s) split ITEMS
--- items with time_boundary TB, each running the seed's loop (release_set as soon as RELEASE).
+--- partitioner_bench.lua — a SetPartitioner re-covering a set after membership changes, with
+-- zklua members or kazoo members (KIND; bench/kazoo_partitioner_member.py is the kazoo member,
+-- same protocol).  MEMBERS member processes (one session each, session timeout SESSION s)
+-- split ITEMS items with time_boundary TB, each running the seed's loop (release_set as soon
+-- as RELEASE).  zklua members run under the interpreter running this driver (./zklua, or
+-- luajit for bench/run.lua's LuaJIT column).
 -- Three events, each timed from the event to the moment every item is owned again (every
 -- live member ACQUIRED its share of the new split; times on the machine's CLOCK_MONOTONIC,
 -- shared by all processes):
@@ -11,12 +14,13 @@
 -- Prints, per event:
 --   RESULT sp_<event> ms=<median ms> min_ms=<ms> max_ms=<ms> members=<n> items=<n> tb_ms=<ms>
 --   ./zklua bench/partitioner_bench.lua HOSTS [ROUNDS=3] [MEMBERS=10] [ITEMS=1000] [TB=0.1]
---                                       [SESSION=2]
+--                                       [SESSION=2] [KIND=zklua|kazoo]
 -- (the member mode, --member, is internal).
 package.path = "spec/?.lua;" .. package.path -- fixtures.child: processes handled by PID
 local zklua = require "zklua"
 local core = require "zklua.core"
 local child = require "fixtures.child"
+local unpack = table.unpack or unpack -- (LuaJIT)
 
 -- ---------------------------------------------------------------- member process
 
@@ -49,7 +53,7 @@ local function member(hosts, path, n_items, ident, tb, session)
       qp:release_set()
     elseif qp.acquired then
       if not announced then
-        say("acquired", #qp, string.format("%.6f", core.monotonic()))
+        say("acquired", #qp:list(), string.format("%.6f", core.monotonic()))
         announced = true
       end
       zk.handler.wait(function() return not qp.acquired or leave end, 1)
@@ -68,13 +72,16 @@ end
 
 -- ---------------------------------------------------------------- driver
 
-local hosts = arg[1] or error("usage: partitioner_bench.lua HOSTS [ROUNDS] [MEMBERS] [ITEMS] [TB] [SESSION]")
+local hosts = arg[1] or
+  error("usage: partitioner_bench.lua HOSTS [ROUNDS] [MEMBERS] [ITEMS] [TB] [SESSION] [KIND]")
 local ROUNDS = tonumber(arg[2]) or 3
 local MEMBERS = tonumber(arg[3]) or 10
 local ITEMS = tonumber(arg[4]) or 1000
 local TB = tonumber(arg[5]) or 0.1
 local SESSION = tonumber(arg[6]) or 2
-local path = string.format("/bench-sp-%d-%d", os.time(), math.random(1e6))
+local KIND = arg[7] or "zklua"
+assert(KIND == "zklua" or KIND == "kazoo", "KIND must be zklua or kazoo")
+local path = string.format("/bench-sp-%s-%d-%d", KIND, os.time(), math.random(1e6))
 local admin = zklua.client{ hosts = hosts, timeout = 10 }
 admin:start()
 admin:ensure_path(path .. "-ctl")
@@ -84,8 +91,12 @@ local kids, serial = {}, 0
 local function spawn()
   serial = serial + 1
   local ident = string.format("m%03d", serial)
-  local kid = child.spawn({ "./zklua", "bench/partitioner_bench.lua", "--member", hosts, path,
-                            tostring(ITEMS), ident, tostring(TB), tostring(SESSION) })
+  local argv = { "/usr/bin/python3", "bench/kazoo_partitioner_member.py" }
+  if KIND == "zklua" then argv = { arg[-1] or "./zklua", arg[0], "--member" } end
+  for _, a in ipairs({ hosts, path, tostring(ITEMS), ident, tostring(TB), tostring(SESSION) }) do
+    argv[#argv + 1] = a
+  end
+  local kid = child.spawn(argv)
   kid.ident = ident
   kids[ident] = kid
   return kid
@@ -156,7 +167,7 @@ local function join()
 end
 
 local function median(list)
-  local copy = { table.unpack(list) }
+  local copy = { unpack(list) }
   table.sort(copy)
   local n = #copy
   return n % 2 == 1 and copy[(n + 1) / 2] or (copy[n / 2] + copy[n / 2 + 1]) / 2
@@ -177,7 +188,7 @@ local ok, err = pcall(function()
     local list = times[event]
     print(string.format("RESULT sp_%s ms=%.1f min_ms=%.1f max_ms=%.1f members=%d items=%d " ..
                         "tb_ms=%.0f session_ms=%.0f", event, median(list) * 1000,
-                        math.min(table.unpack(list)) * 1000, math.max(table.unpack(list)) * 1000,
+                        math.min(unpack(list)) * 1000, math.max(unpack(list)) * 1000,
                         MEMBERS, ITEMS, TB * 1000, SESSION * 1000))
   end
 end)

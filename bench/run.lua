@@ -1,20 +1,69 @@
---- bench/run.lua — `make bench`: raw C, zklua and kazoo doing the same work against one
--- throwaway server, in one run, reported side by side with zklua's ratios.  Tables: client
--- operations (C, zklua, kazoo), the Lock recipe (zklua, kazoo), the partition strategies
--- (bench/strategies_bench.lua, no server) and the TreeCache (zklua, kazoo) on a 10000-node
--- tree: time to INITIALIZED and client RSS; the SetPartitioner (zklua: re-cover times
--- after a leave, a crash and a join).
+--- bench/run.lua — `make bench`: ONE table comparing raw C (libzookeeper-mt), zklua on Lua 5.4,
+-- zklua on LuaJIT and kazoo doing the same work against one throwaway ZooKeeper server, every
+-- row measured in this one run; written to docs/benchmarks.md with the machine it ran on.
 --
--- Each client runs ROUNDS times, taking turns so that a noisy moment hits all of them; the
--- table shows each figure's median.  ops/s: higher is better; CPU µs/op (the client process's
--- user+sys, library threads included): lower is better.  The table is also written to
--- docs/benchmarks.md with the machine it ran on.
---   ./zklua bench/run.lua [ROUNDS=3] [N_ASYNC=20000] [N_SYNC_GET=2000] [N_SYNC_CREATE=2000]
+-- Each row is one figure per client: the median of ROUNDS rounds.  In every round each
+-- section runs each of its clients once, taking turns (a different client starts each round),
+-- so that a noisy moment hits all of them.  A cell is empty where a client has no such
+-- workload (raw C has no Lock; kazoo has no PartitionAllocator) or could not run it (then a
+-- note under the table says why, and the run exits non-zero after writing the table).
+--
+-- Every workload is a script of its own, runnable alone (see its opening comment), printing
+-- "RESULT <name> key=value ..." lines that this runner reads:
+--   client ops   bench/raw_c.c, bench/zklua_bench.lua, bench/kazoo_bench.py
+--   Lock         bench/lock_bench.lua, bench/kazoo_lock_bench.py
+--   Election     bench/election_bench.lua (zklua or kazoo members: kazoo_election_worker.py)
+--   SetPartitioner      bench/partitioner_bench.lua (zklua or kazoo members:
+--                       kazoo_partitioner_member.py)
+--   PartitionAllocator  bench/allocator_bench.lua (hosts= the shared server)
+--   strategies   bench/strategies_bench.lua --results (no server)
+--   TreeCache    bench/tree_cache_bench.lua, bench/kazoo_tree_cache_bench.py
+-- The LuaJIT column runs the same zklua scripts under `luajit` with build/luajit/zklua/core.so
+-- (`make luajit`), the way scripts/run-specs --lua=luajit loads it; their worker processes
+-- run under luajit too.
+--
+--   ./zklua bench/run.lua [ROUNDS] [N_ASYNC] [N_SYNC_GET] [N_SYNC_CREATE]
+-- Knobs (environment; defaults are the issues' workloads): BENCH_ROUNDS (3), BENCH_N_ASYNC
+-- (20000), BENCH_N_SYNC_GET (2000), BENCH_N_SYNC_CREATE (2000), BENCH_LOCK_CYCLES (500),
+-- BENCH_LOCK_WAITERS (10), BENCH_LOCK_ROUNDS (30 acquisitions per waiter), BENCH_FAILOVERS (3
+-- of each kind per round), BENCH_SESSION_S (2: the members' session timeout), BENCH_SP_MEMBERS
+-- (10), BENCH_SP_ITEMS (1000), BENCH_SP_TB (0.1 s time_boundary), BENCH_ALLOC_MEMBERS (10),
+-- BENCH_ALLOC_ITEMS (1000), BENCH_STRATEGY_RUNS (3 allocations timed per round),
+-- BENCH_TREE_NODES (10000), BENCH_ONLY (a comma list of sections to run: ops, lock,
+-- election, partitioner, allocator, strategies, tree_cache; for trying one out),
+-- BENCH_DOC (where the report goes: docs/benchmarks.md after a run of every section, no file
+-- after a BENCH_ONLY run unless named; "-": no file).
 local testing = require "zklua.testing"
 
-local ROUNDS = tonumber(arg[1] or os.getenv("BENCH_ROUNDS") or 3)
-local COUNTS = { arg[2] or "20000", arg[3] or "2000", arg[4] or "2000" }
-local WORKLOADS = { "async_get", "sync_get", "sync_create" }
+local unpack = table.unpack or unpack
+
+local function env_number(name, default)
+  local text = os.getenv(name)
+  if text == nil or text == "" then return default end
+  return assert(tonumber(text), name .. " must be a number, got " .. text)
+end
+
+local ROUNDS = tonumber(arg[1]) or env_number("BENCH_ROUNDS", 3)
+local N = {
+  async = tonumber(arg[2]) or env_number("BENCH_N_ASYNC", 20000),
+  sync_get = tonumber(arg[3]) or env_number("BENCH_N_SYNC_GET", 2000),
+  sync_create = tonumber(arg[4]) or env_number("BENCH_N_SYNC_CREATE", 2000),
+  lock_cycles = env_number("BENCH_LOCK_CYCLES", 500),
+  lock_waiters = env_number("BENCH_LOCK_WAITERS", 10),
+  lock_rounds = env_number("BENCH_LOCK_ROUNDS", 30),
+  failovers = env_number("BENCH_FAILOVERS", 3),
+  session = env_number("BENCH_SESSION_S", 2),
+  sp_members = env_number("BENCH_SP_MEMBERS", 10),
+  sp_items = env_number("BENCH_SP_ITEMS", 1000),
+  sp_tb = env_number("BENCH_SP_TB", 0.1),
+  alloc_members = env_number("BENCH_ALLOC_MEMBERS", 10),
+  alloc_items = env_number("BENCH_ALLOC_ITEMS", 1000),
+  strategy_runs = env_number("BENCH_STRATEGY_RUNS", 3),
+  tree_dirs = math.max(1, math.floor(env_number("BENCH_TREE_NODES", 10000) / 100)),
+}
+N.tree_nodes = 1 + 100 * N.tree_dirs -- the root and tree_dirs directories of 99 nodes each
+local ALLOC_STRATEGIES = { "sticky", "round_robin" }
+local DOC = os.getenv("BENCH_DOC") -- default: docs/benchmarks.md after a full run
 
 local function shell(cmd)
   local pipe = assert(io.popen(cmd, "r"))
@@ -23,224 +72,485 @@ local function shell(cmd)
   return out, ok
 end
 
+local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+-- ---------------------------------------------------------------- clients
+
+local LUAJIT_MODULE = "build/luajit/zklua/core.so"
+local CLIENTS = {
+  { id = "c", label = "raw C" },
+  { id = "lua54", label = "zklua (Lua 5.4)", lua = "./zklua" },
+  { id = "luajit", label = "zklua (LuaJIT)",
+    lua = "env LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/luajit/?.so;;' luajit" },
+  { id = "kazoo", label = "kazoo", python = "/usr/bin/python3" },
+}
+local CLIENT = {}
+for _, c in ipairs(CLIENTS) do CLIENT[c.id] = c end
+
+local notes = {}     -- lines under the table (why a cell is empty, what failed)
+local failures = 0
+
+local function note(text)
+  for _, n in ipairs(notes) do if n == text then return end end
+  notes[#notes + 1] = text
+end
+
+local function luajit_missing()
+  if not shell("command -v luajit"):match("%S") then return "luajit is not installed" end
+  local f = io.open(LUAJIT_MODULE, "r")
+  if not f then return LUAJIT_MODULE .. " is not built (`make luajit`)" end
+  f:close()
+  return nil
+end
+local LUAJIT_MISSING = luajit_missing()
+if LUAJIT_MISSING then note("zklua (LuaJIT) column empty: " .. LUAJIT_MISSING .. ".") end
+
+-- ---------------------------------------------------------------- samples and results
+
+local samples = {} -- samples[row id][client id] = { figure per round }
+
+local function record(row, client, value)
+  if value == nil then return end
+  samples[row] = samples[row] or {}
+  samples[row][client] = samples[row][client] or {}
+  table.insert(samples[row][client], value)
+end
+
+local function parse_results(out)
+  local results = {}
+  for name, fields in out:gmatch("RESULT (%S+) ([^\n]*)") do
+    local r = {}
+    for k, v in fields:gmatch("([%w_]+)=(%S+)") do r[k] = tonumber(v) or v end
+    results[name] = r
+  end
+  return results
+end
+
+-- The line that says why a script failed: the last one that is not part of a traceback
+-- (Lua: "lua: file:line: message" before "stack traceback:"; Python: the exception, last).
+local function error_line(text)
+  local found
+  for line in text:gmatch("[^\n]+") do
+    if line == "stack traceback:" then break end
+    if not line:match("^%s") and not line:match("^RESULT ") then found = line end
+  end
+  return found or "no output"
+end
+
+-- Runs one workload of one client; returns its RESULT lines parsed, or nil after noting why.
+local function run(what, client, cmd)
+  io.stderr:write(string.format("  %s: %s\n", client.label, what))
+  local out, ok = shell(cmd .. " 2>&1")
+  if ok then return parse_results(out) end
+  failures = failures + 1
+  note(string.format("%s, %s: failed: %s", what, client.label, error_line(out)))
+  io.stderr:write(out, "\n")
+  return nil
+end
+
+-- The clients of a section that can run, the list rotated so a different one starts each round.
+local function turns(ids, round)
+  local list = {}
+  for _, id in ipairs(ids) do
+    if not (id == "luajit" and LUAJIT_MISSING) then list[#list + 1] = CLIENT[id] end
+  end
+  local rotated = {}
+  for i = 1, #list do rotated[i] = list[(i + round - 2) % #list + 1] end
+  return rotated
+end
+
+-- ---------------------------------------------------------------- sections
+
 local function build_raw_c()
   local _, ok = shell("mkdir -p build && cc -std=c11 -O2 -DTHREADED -Wall -Wextra -Werror " ..
                       "bench/raw_c.c -o build/bench_raw_c -lzookeeper_mt -lpthread 2>&1")
   assert(ok, "could not build bench/raw_c.c")
 end
 
-local CLIENTS = {
-  { name = "C", cmd = "build/bench_raw_c" },
-  { name = "zklua", cmd = "./zklua bench/zklua_bench.lua" },
-  { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_bench.py" },
-}
+local WORKLOADS = { "async_get", "sync_get", "sync_create" }
 
-local LOCK_CLIENTS = {
-  { name = "zklua", cmd = "./zklua bench/lock_bench.lua" },
-  { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_lock_bench.py" },
-}
+local SECTIONS = {}
 
-local TREE_CLIENTS = {
-  { name = "zklua", cmd = "./zklua bench/tree_cache_bench.lua" },
-  { name = "kazoo", cmd = "/usr/bin/python3 bench/kazoo_tree_cache_bench.py" },
-}
-local TREE_NODES = 10000 -- 100 directories of 99 nodes, and the root
-
-local function parse_results(out)
-  local results = {}
-  for name, fields in out:gmatch("RESULT (%S+) ([^\n]*)") do
-    local r = {}
-    for k, v in fields:gmatch("([%w_]+)=(%S+)") do r[k] = tonumber(v) end
-    results[name] = r
+SECTIONS[#SECTIONS + 1] = { id = "ops", run = function(ctx, round)
+  local counts = table.concat({ N.async, N.sync_get, N.sync_create }, " ")
+  for _, c in ipairs(turns({ "c", "lua54", "luajit", "kazoo" }, round)) do
+    local cmd = c.id == "c" and "build/bench_raw_c" or
+                c.python and c.python .. " bench/kazoo_bench.py" or c.lua .. " bench/zklua_bench.lua"
+    local r = run("client ops", c, cmd .. " " .. ctx.hosts .. " " .. counts)
+    for _, w in ipairs(WORKLOADS) do
+      if r and r[w] then
+        record(w .. "_ops", c.id, r[w].ops_per_s)
+        record(w .. "_cpu", c.id, r[w].cpu_us_per_op)
+      end
+    end
   end
-  return results
-end
+end }
 
-local function run_client(client, hosts, args)
-  local out, ok = shell(client.cmd .. " " .. hosts .. " " .. (args or table.concat(COUNTS, " ")))
-  assert(ok, client.name .. " benchmark failed:\n" .. out)
-  local results = parse_results(out)
-  for _, r in pairs(results) do r.ops_s, r.cpu = r.ops_per_s, r.cpu_us_per_op end
-  return results
-end
+SECTIONS[#SECTIONS + 1] = { id = "lock", run = function(ctx, round)
+  local args = table.concat({ ctx.hosts, N.lock_cycles, N.lock_waiters, N.lock_rounds }, " ")
+  for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
+    local cmd = c.python and c.python .. " bench/kazoo_lock_bench.py" or c.lua .. " bench/lock_bench.lua"
+    local r = run("Lock", c, cmd .. " " .. args)
+    if r and r.lock_cycles then
+      record("lock_cycles", c.id, r.lock_cycles.ops_per_s)
+      record("lock_cpu", c.id, r.lock_cycles.cpu_us_per_op)
+    end
+    if r and r.lock_handoff then
+      record("lock_p50", c.id, r.lock_handoff.p50_ms)
+      record("lock_p99", c.id, r.lock_handoff.p99_ms)
+    end
+  end
+end }
 
-local function median(list)
-  table.sort(list)
-  local n = #list
-  if n % 2 == 1 then return list[(n + 1) / 2] end
-  return (list[n / 2] + list[n / 2 + 1]) / 2
-end
+-- election_bench.lua drives both kinds of members; the kazoo one is driven from Lua 5.4.
+SECTIONS[#SECTIONS + 1] = { id = "election", run = function(ctx, round)
+  for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
+    local driver = c.lua or CLIENT.lua54.lua
+    local kind = c.python and "kazoo" or "zklua"
+    local r = run("Election", c, table.concat({ driver, "bench/election_bench.lua", ctx.hosts, kind,
+                                                N.failovers, N.session }, " "))
+    if r and r.election_close then record("election_close", c.id, r.election_close.p50_ms) end
+    if r and r.election_kill then record("election_kill", c.id, r.election_kill.p50_ms) end
+  end
+end }
 
-local function machine()
-  local cpu = shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"):gsub("^%s+", ""):gsub("%s+$", "")
-  local cores = shell("nproc"):gsub("%s+", "")
-  return string.format("%s, %s cores", cpu ~= "" and cpu or "unknown CPU", cores)
-end
+SECTIONS[#SECTIONS + 1] = { id = "partitioner", run = function(ctx, round)
+  for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
+    local driver = c.lua or CLIENT.lua54.lua
+    local kind = c.python and "kazoo" or "zklua"
+    local r = run("SetPartitioner", c, table.concat({ driver, "bench/partitioner_bench.lua",
+      ctx.hosts, 1, N.sp_members, N.sp_items, N.sp_tb, N.session, kind }, " "))
+    for _, event in ipairs({ "leave", "crash", "join" }) do
+      local x = r and r["sp_" .. event]
+      if x then record("sp_" .. event, c.id, x.ms) end
+    end
+  end
+end }
 
--- The TreeCache rows: both caches load the same 10000-node tree (made here with pipelined
--- creates) ROUNDS times, taking turns; medians of the time from start() to INITIALIZED, of
--- the client's RSS after the load and its growth over the client alone, and of the peak RSS.
-local function tree_cache_rows(hosts)
+SECTIONS[#SECTIONS + 1] = { id = "allocator", run = function(ctx, round)
+  for _, strategy in ipairs(ALLOC_STRATEGIES) do
+    for _, c in ipairs(turns({ "lua54", "luajit" }, round)) do
+      local r = run("PartitionAllocator " .. strategy, c, table.concat({ c.lua,
+        "bench/allocator_bench.lua", "hosts=" .. ctx.hosts, "strategy=" .. strategy,
+        "members=" .. N.alloc_members, "items=" .. N.alloc_items }, " "))
+      for _, step in ipairs({ "join", "leave", "closed" }) do
+        local x = r and r["alloc_" .. step]
+        if x then record(string.format("alloc_%s_%s", strategy, step), c.id, x.ms) end
+      end
+      if r and r.alloc_join then
+        record(string.format("alloc_%s_moved", strategy), c.id, r.alloc_join.moved)
+      end
+    end
+  end
+end }
+
+local STRATEGIES = {
+  { "round_robin", "round_robin (C; kazoo's stride)" },
+  { "round_robin_lua", "round_robin (the same in plain Lua)" },
+  { "consistent_hash", "consistent_hash (C, 160 vnodes)" },
+  { "rendezvous", "rendezvous (C)" },
+  { "sticky", "sticky (C)" },
+  { "weighted", "weighted (C, weights 1-4)" },
+  { "least_loaded", "least_loaded (Lua script, examples/strategies)" },
+}
+
+SECTIONS[#SECTIONS + 1] = { id = "strategies", run = function(_, round)
+  for _, c in ipairs(turns({ "lua54", "luajit" }, round)) do
+    local r = run("strategies", c, c.lua .. " bench/strategies_bench.lua --results " ..
+                                   N.strategy_runs)
+    for _, s in ipairs(STRATEGIES) do
+      local x = r and r["strategy_" .. s[1]]
+      if x then
+        record("strategy_ms_" .. s[1], c.id, x.ms)
+        record("strategy_moved_" .. s[1], c.id, x.moved)
+      end
+    end
+  end
+end }
+
+local function connect(hosts)
   local zk = require("zklua").client{ hosts = hosts, timeout = 30 }
   zk:start(15)
+  return zk
+end
+
+-- The tree the caches load: made once with pipelined creates (removed by finish()).
+local function make_tree(hosts)
+  local zk = connect(hosts)
   local root = "/bench-tree-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e9))
   local futures = { zk:create_async(root) }
-  for i = 1, TREE_NODES / 100 do
+  for i = 1, N.tree_dirs do
     local dir = string.format("%s/d%03d", root, i)
     futures[#futures + 1] = zk:create_async(dir, string.rep("d", 32))
     for j = 1, 99 do
       futures[#futures + 1] = zk:create_async(string.format("%s/n%03d", dir, j), string.rep("v", 32))
     end
   end
-  for _, f in ipairs(futures) do f:get() end
-  local got = {}
-  for _, c in ipairs(TREE_CLIENTS) do got[c.name] = { seconds = {}, rss = {}, growth = {}, peak = {} } end
-  for round = 1, ROUNDS do
-    for _, c in ipairs(TREE_CLIENTS) do
-      io.stderr:write(string.format("round %d/%d: %s TreeCache\n", round, ROUNDS, c.name))
-      local r = assert(run_client(c, hosts, root).tree_cache, c.name .. " reported no tree_cache")
-      assert(r.nodes == #futures, c.name .. " cached " .. tostring(r.nodes) .. " nodes")
-      local g = got[c.name]
-      table.insert(g.seconds, r.seconds)
-      table.insert(g.rss, r.rss_kb / 1024)
-      table.insert(g.growth, (r.rss_kb - r.base_kb) / 1024)
-      table.insert(g.peak, r.peak_kb / 1024)
-    end
-  end
-  zk:delete(root, nil, true)
+  for _, f in ipairs(futures) do f:get(120) end
+  assert(#futures == N.tree_nodes)
   zk:close()
-  local rows = { "", string.format("| TreeCache, %d nodes | zklua | kazoo | zklua/kazoo |", #futures),
-                 "|---|---:|---:|---:|" }
-  for _, row in ipairs({ { "seconds from start() to INITIALIZED", "seconds", "%.2f" },
-                         { "client RSS after the load (MiB)", "rss", "%.1f" },
-                         { "RSS growth for the cache (MiB)", "growth", "%.1f" },
-                         { "client peak RSS (MiB)", "peak", "%.1f" } }) do
-    local z, k = median(got.zklua[row[2]]), median(got.kazoo[row[2]])
-    rows[#rows + 1] = string.format("| %s | " .. row[3] .. " | " .. row[3] .. " | %.2f |",
-                                    row[1], z, k, z / k)
-  end
-  return rows
+  return root
 end
 
+SECTIONS[#SECTIONS + 1] = { id = "tree_cache", run = function(ctx, round)
+  if not ctx.tree then ctx.tree = make_tree(ctx.hosts) end
+  for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
+    local cmd = c.python and c.python .. " bench/kazoo_tree_cache_bench.py" or
+                c.lua .. " bench/tree_cache_bench.lua"
+    local r = run("TreeCache", c, cmd .. " " .. ctx.hosts .. " " .. ctx.tree)
+    local t = r and r.tree_cache
+    if t and t.nodes ~= N.tree_nodes then
+      failures = failures + 1
+      note(string.format("TreeCache, %s: cached %s of %d nodes", c.label, tostring(t.nodes),
+                         N.tree_nodes))
+    elseif t then
+      record("tree_seconds", c.id, t.seconds)
+      record("tree_rss", c.id, t.rss_kb / 1024)
+      record("tree_growth", c.id, (t.rss_kb - t.base_kb) / 1024)
+      record("tree_peak", c.id, t.peak_kb / 1024)
+    end
+  end
+end, finish = function(ctx)
+  if ctx.tree then
+    local zk = connect(ctx.hosts)
+    zk:delete(ctx.tree, nil, true)
+    zk:close()
+  end
+end }
+
+-- ---------------------------------------------------------------- the table's rows
+
+local function median(list)
+  if not list or #list == 0 then return nil end
+  local copy = { unpack(list) }
+  table.sort(copy)
+  local n = #copy
+  if n % 2 == 1 then return copy[(n + 1) / 2] end
+  return (copy[n / 2] + copy[n / 2 + 1]) / 2
+end
+
+-- Targets (issues 2, 3 and 4).  check(m) gets the medians of one zklua column (m.z) and of
+-- the other clients (m.c, m.kazoo): true (met), false (missed), nil (a figure is missing).
+local function at_least_c(f)
+  return function(m) return m.z and m.c and m.z >= f * m.c end
+end
+local function at_most_c(f)
+  return function(m) return m.z and m.c and m.z <= f * m.c end
+end
+local function at_most(x)
+  return function(m) return m.z and m.z <= x end
+end
+local IDEAL_JOIN_MOVES = 1000 / 11 -- the strategies bench: 10 -> 11 members sharing 1000 items
+local TARGETS = {
+  async_get_ops = { "≥ 0.95× C and ≥ kazoo", function(m)
+    return m.z and m.c and m.kazoo and m.z >= 0.95 * m.c and m.z >= m.kazoo end },
+  sync_get_ops = { "≥ 0.9× C", at_least_c(0.9) },
+  sync_create_ops = { "≥ 0.9× C", at_least_c(0.9) },
+  async_get_cpu = { "≤ 1.3× C", at_most_c(1.3) },
+  sync_get_cpu = { "≤ 1.3× C", at_most_c(1.3) },
+  sync_create_cpu = { "≤ 1.3× C", at_most_c(1.3) },
+  lock_cycles = { "≥ 2× kazoo", function(m) return m.z and m.kazoo and m.z >= 2 * m.kazoo end },
+  lock_p50 = { "≤ 2 ms", at_most(2) },
+  sp_leave = { "≤ 500 ms", at_most(500) },
+  strategy_moved_sticky = { "≤ 1.2× ideal", at_most(1.2 * IDEAL_JOIN_MOVES) },
+  strategy_moved_rendezvous = { "≤ 1.2× ideal", at_most(1.2 * IDEAL_JOIN_MOVES) },
+}
+for _, s in ipairs(ALLOC_STRATEGIES) do
+  TARGETS["alloc_" .. s .. "_leave"] = { "≤ 500 ms", at_most(500) }
+  if s == "sticky" or s == "rendezvous" then
+    TARGETS["alloc_" .. s .. "_moved"] = { "≤ 1.2× ideal",
+                                           at_most(1.2 * N.alloc_items / (N.alloc_members + 1)) }
+  end
+end
+
+-- The table's rows in order: group headings ({group, section}) and figures ({id, measure,
+-- unit, fmt}), each group's rows those of one section.
+local function rows()
+  local list = {}
+  local section
+  local function group(id, text)
+    section = id
+    list[#list + 1] = { group = text, section = id }
+  end
+  local function row(id, measure, unit, fmt)
+    list[#list + 1] = { id = id, measure = measure, unit = unit, fmt = fmt, section = section }
+  end
+  group("ops", string.format("Client operations: %d pipelined async gets, %d sync gets, %d sync " ..
+                      "creates per round", N.async, N.sync_get, N.sync_create))
+  row("async_get_ops", "async get throughput", "ops/s", "%.0f")
+  row("async_get_cpu", "async get client CPU", "µs/op", "%.1f")
+  row("sync_get_ops", "sync get throughput", "ops/s", "%.0f")
+  row("sync_get_cpu", "sync get client CPU", "µs/op", "%.1f")
+  row("sync_create_ops", "sync create throughput", "ops/s", "%.0f")
+  row("sync_create_cpu", "sync create client CPU", "µs/op", "%.1f")
+  group("lock", string.format("Lock: %d uncontended cycles; hand-off among %d waiter processes",
+                      N.lock_cycles, N.lock_waiters))
+  row("lock_cycles", "uncontended acquire+release", "cycles/s", "%.0f")
+  row("lock_cpu", "client CPU per uncontended cycle", "µs", "%.0f")
+  row("lock_p50", "hand-off, release → next acquire, p50", "ms", "%.2f")
+  row("lock_p99", "hand-off, release → next acquire, p99", "ms", "%.2f")
+  group("election", string.format("Election: 3 member processes, failover to the next leader elected " ..
+                      "(median of %d per round)", N.failovers))
+  row("election_close", "leader returns from its function", "ms", "%.1f")
+  row("election_kill", string.format("leader kill -9'd (session timeout %g s)", N.session),
+      "ms", "%.0f")
+  group("partitioner", string.format("SetPartitioner: %d member processes × %d items, time_boundary %g s; " ..
+                      "until every item is owned again", N.sp_members, N.sp_items, N.sp_tb))
+  row("sp_leave", "clean leave (finish)", "ms", "%.0f")
+  row("sp_crash", string.format("crash: kill -9 (session timeout %g s)", N.session), "ms", "%.0f")
+  row("sp_join", "join", "ms", "%.0f")
+  group("allocator", string.format("PartitionAllocator: %d members (one process, a session each) × %d " ..
+                      "items; until every member settled", N.alloc_members, N.alloc_items))
+  for _, s in ipairs(ALLOC_STRATEGIES) do
+    row("alloc_" .. s .. "_leave", s .. ": clean leave (stop)", "ms", "%.0f")
+    row("alloc_" .. s .. "_closed", s .. ": crash (session closed without leaving)", "ms", "%.0f")
+    row("alloc_" .. s .. "_join", s .. ": join", "ms", "%.0f")
+    row("alloc_" .. s .. "_moved", string.format("%s: items moved on that join (ideal %.1f)", s,
+        N.alloc_items / (N.alloc_members + 1)), "items", "%.0f")
+  end
+  group("strategies", string.format("Strategies (no server): items moved when an 11th member joins 10 " ..
+                      "sharing 1000 items (ideal %.1f)", IDEAL_JOIN_MOVES))
+  for _, s in ipairs(STRATEGIES) do row("strategy_moved_" .. s[1], s[2], "items", "%.0f") end
+  group("strategies", "Strategies (no server): one allocation, 100 members × 10000 items, Lua tables in " ..
+        "and out (sticky, weighted, least_loaded: 99 owners + 1 joining)")
+  for _, s in ipairs(STRATEGIES) do row("strategy_ms_" .. s[1], s[2], "ms", "%.1f") end
+  group("tree_cache", string.format("TreeCache: %d nodes under a root (32-byte values)",
+                                    N.tree_nodes - 1))
+  row("tree_seconds", "start() → INITIALIZED", "s", "%.2f")
+  row("tree_rss", "client RSS after the load (after a full GC)", "MiB", "%.1f")
+  row("tree_growth", "RSS growth for the cache", "MiB", "%.1f")
+  row("tree_peak", "client peak RSS (VmHWM)", "MiB", "%.1f")
+  return list
+end
+
+-- "target: met", or "target: met (LuaJIT missed)" when the two zklua columns differ.
+local function target_cell(id, m)
+  local target = TARGETS[id]
+  if not target then return "" end
+  local function verdict(z)
+    if z == nil then return nil end
+    local ok = target[2]({ z = z, c = m.c, kazoo = m.kazoo })
+    if ok == nil then return "?" end
+    return ok and "met" or "**missed**"
+  end
+  local v54, vjit = verdict(m.lua54), verdict(m.luajit)
+  if v54 == nil and vjit == nil then return target[1] end
+  if vjit == nil or vjit == v54 then return target[1] .. ": " .. (v54 or vjit) end
+  if v54 == nil then return target[1] .. ": LuaJIT " .. vjit end
+  return string.format("%s: %s (LuaJIT %s)", target[1], v54, vjit)
+end
+
+local function ratio(a, b)
+  if a and b and b ~= 0 then return string.format("%.2f", a / b) end
+  return ""
+end
+
+-- One table row: the medians of a row's samples, the ratios and the target's verdict.
+local function figure_line(r)
+  local m, cells = {}, {}
+  for _, c in ipairs(CLIENTS) do
+    m[c.id] = median(samples[r.id] and samples[r.id][c.id])
+    cells[#cells + 1] = m[c.id] and string.format(r.fmt, m[c.id]) or ""
+  end
+  return string.format("| %s | %s | %s | %s | %s | %s |", r.measure, r.unit,
+                       table.concat(cells, " | "), ratio(m.lua54, m.c), ratio(m.lua54, m.kazoo),
+                       target_cell(r.id, m))
+end
+
+-- The table of the sections that ran (ran[section id] = true).
+local function table_lines(ran)
+  local lines = { "| measure | unit | raw C | zklua (Lua 5.4) | zklua (LuaJIT) | kazoo | " ..
+                  "zklua/C | zklua/kazoo | target |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|" }
+  for _, r in ipairs(rows()) do
+    if ran[r.section] then
+      lines[#lines + 1] = r.group and "| **" .. r.group .. "** | | | | | | | | |" or figure_line(r)
+    end
+  end
+  return lines
+end
+
+-- ---------------------------------------------------------------- the machine
+
+local function first_line(cmd)
+  return trim((shell(cmd .. " 2>&1") or ""):match("[^\n]*"))
+end
+
+local function machine()
+  local cpu = first_line("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2")
+  local mem = tonumber(first_line("awk '/MemTotal/ {print $2}' /proc/meminfo")) or 0
+  local function pkg(name) return first_line("dpkg-query -W -f '${Version}' " .. name) end
+  return {
+    string.format("%s, %s cores, %.1f GiB RAM; Linux %s; Debian %s", cpu ~= "" and cpu or
+                  "unknown CPU", first_line("nproc"), mem / 1048576, first_line("uname -r"),
+                  first_line("cat /etc/debian_version")),
+    string.format("ZooKeeper %s (one standalone server on loopback, the project's harness); " ..
+                  "libzookeeper-mt %s; Lua %s; LuaJIT %s; kazoo %s on Python %s",
+                  pkg("zookeeper"), pkg("libzookeeper-mt2"), pkg("liblua5.4-0"),
+                  LUAJIT_MISSING and "(not run)" or string.format("%s (luajit2 %s)",
+                    first_line("luajit -v"):match("LuaJIT (%S+)") or "?", pkg("luajit2")),
+                  first_line("/usr/bin/python3 -c 'import kazoo.version as v; print(v.__version__)'"),
+                  first_line("/usr/bin/python3 -c 'import platform; print(platform.python_version())'")),
+    "load average at the start: " .. first_line("cut -d' ' -f1-3 /proc/loadavg"),
+  }
+end
+
+-- ---------------------------------------------------------------- main
+
+local only = {}
+for id in (os.getenv("BENCH_ONLY") or ""):gmatch("[%w_]+") do only[id] = true end
+local sections = {}
+for _, s in ipairs(SECTIONS) do
+  if next(only) == nil or only[s.id] then sections[#sections + 1] = s end
+end
+assert(#sections > 0, "BENCH_ONLY names no section (ops, lock, election, partitioner, " ..
+                      "allocator, strategies, tree_cache)")
+
+local machine_lines = machine()
 build_raw_c()
 local server = testing.server()
-local samples = {} -- samples[client][workload] = { ops_s = {...}, cpu = {...} }
-for _, c in ipairs(CLIENTS) do
-  samples[c.name] = {}
-  for _, w in ipairs(WORKLOADS) do samples[c.name][w] = { ops_s = {}, cpu = {} } end
-end
-local lock_samples = {} -- lock_samples[client] = { cycles = {...}, p50 = {...}, p99 = {...} }
-for _, c in ipairs(LOCK_CLIENTS) do lock_samples[c.name] = { cycles = {}, p50 = {}, p99 = {} } end
-for round = 1, ROUNDS do
-  for _, c in ipairs(CLIENTS) do
-    io.stderr:write(string.format("round %d/%d: %s\n", round, ROUNDS, c.name))
-    local results = run_client(c, server.hosts)
-    for _, w in ipairs(WORKLOADS) do
-      local r = assert(results[w], c.name .. " reported no " .. w)
-      table.insert(samples[c.name][w].ops_s, r.ops_s)
-      table.insert(samples[c.name][w].cpu, r.cpu)
+local ctx = { hosts = server.hosts }
+local started = os.time()
+local ok, err = pcall(function()
+  for round = 1, ROUNDS do
+    for _, s in ipairs(sections) do
+      io.stderr:write(string.format("round %d/%d: %s\n", round, ROUNDS, s.id))
+      s.run(ctx, round)
     end
   end
-  for _, c in ipairs(LOCK_CLIENTS) do
-    io.stderr:write(string.format("round %d/%d: %s Lock\n", round, ROUNDS, c.name))
-    local results = run_client(c, server.hosts, "")
-    local cycles = assert(results.lock_cycles, c.name .. " reported no lock_cycles")
-    local handoff = assert(results.lock_handoff, c.name .. " reported no lock_handoff")
-    table.insert(lock_samples[c.name].cycles, cycles.ops_per_s)
-    table.insert(lock_samples[c.name].p50, handoff.p50_ms)
-    table.insert(lock_samples[c.name].p99, handoff.p99_ms)
-  end
+end)
+for _, s in ipairs(sections) do
+  if s.finish then pcall(s.finish, ctx) end
 end
--- The SetPartitioner (bench/partitioner_bench.lua, its own ROUNDS rounds on the same server):
--- 10 member processes x 1000 items; the time from a clean leave, a crash (kill -9) and a join
--- to every item owned again.  Returns the table's rows.
-local function partitioner_rows(hosts)
-  io.stderr:write("partitioner: 10 members x 1000 items, " .. ROUNDS .. " rounds\n")
-  local out, ok = shell("./zklua bench/partitioner_bench.lua " .. hosts .. " " .. ROUNDS .. " 2>&1")
-  assert(ok, "partitioner benchmark failed:\n" .. out)
-  local r = parse_results(out)
-  local leave = assert(r.sp_leave, "no sp_leave result:\n" .. out)
-  local rows = {
-    "",
-    string.format("| SetPartitioner, %d members × %d items, time_boundary %.1f s | median ms | " ..
-                  "min ms | max ms |", leave.members, leave.items, leave.tb_ms / 1000),
-    "|---|---:|---:|---:|",
-  }
-  local events = {
-    { "sp_leave", "clean leave (finish) → every item owned again" },
-    { "sp_crash", string.format("kill -9 → every item owned again (its %.0f s session must " ..
-                                "expire first)", leave.session_ms / 1000) },
-    { "sp_join", "join → every item owned again" },
-  }
-  for _, e in ipairs(events) do
-    local x = assert(r[e[1]], "no " .. e[1] .. " result")
-    rows[#rows + 1] = string.format("| %s | %.0f | %.0f | %.0f |", e[2], x.ms, x.min_ms, x.max_ms)
-  end
-  return rows
-end
-local partitioner_lines = partitioner_rows(server.hosts)
-local tree_rows = tree_cache_rows(server.hosts)
 server:stop()
+if not ok then error(err, 0) end
 
-local lines = {
-  "| workload | C ops/s | zklua ops/s | kazoo ops/s | zklua/C | zklua/kazoo | C CPU µs/op | zklua CPU µs/op | kazoo CPU µs/op | zklua/C CPU |",
-  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+local ran = {}
+for _, s in ipairs(sections) do ran[s.id] = true end
+local table_text = table.concat(table_lines(ran), "\n")
+local header = {
+  "Machine: " .. machine_lines[1] .. ".",
+  machine_lines[2] .. ".",
+  string.format("Each figure: the median of %d round%s (clients taking turns), %s; %s.",
+                ROUNDS, ROUNDS == 1 and "" or "s", os.date("!%Y-%m-%d %H:%M UTC"), machine_lines[3]),
 }
-for _, w in ipairs(WORKLOADS) do
-  local m = {}
-  for _, c in ipairs(CLIENTS) do
-    m[c.name] = { ops_s = median(samples[c.name][w].ops_s), cpu = median(samples[c.name][w].cpu) }
-  end
-  lines[#lines + 1] = string.format("| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.1f | %.1f | %.1f | %.2f |",
-    w, m.C.ops_s, m.zklua.ops_s, m.kazoo.ops_s, m.zklua.ops_s / m.C.ops_s,
-    m.zklua.ops_s / m.kazoo.ops_s, m.C.cpu, m.zklua.cpu, m.kazoo.cpu, m.zklua.cpu / m.C.cpu)
-end
-lines[#lines + 1] = ""
-lines[#lines + 1] = "| Lock | zklua | kazoo | zklua/kazoo |"
-lines[#lines + 1] = "|---|---:|---:|---:|"
-local z, k = lock_samples.zklua, lock_samples.kazoo
-local zc, kc = median(z.cycles), median(k.cycles)
-lines[#lines + 1] = string.format("| uncontended acquire+release cycles/s | %.0f | %.0f | %.2f |", zc, kc, zc / kc)
-local z50, k50 = median(z.p50), median(k.p50)
-lines[#lines + 1] = string.format("| hand-off p50 ms (10 waiters) | %.2f | %.2f | %.2f |", z50, k50, z50 / k50)
-local z99, k99 = median(z.p99), median(k.p99)
-lines[#lines + 1] = string.format("| hand-off p99 ms (10 waiters) | %.2f | %.2f | %.2f |", z99, k99, z99 / k99)
--- partition strategies (no server): bench/strategies_bench.lua's rows
-lines[#lines + 1] = ""
-for _, line in ipairs(dofile("bench/strategies_bench.lua")(math.max(ROUNDS, 5))) do
-  lines[#lines + 1] = line
-end
-for _, row in ipairs(tree_rows) do lines[#lines + 1] = row end
-for _, row in ipairs(partitioner_lines) do lines[#lines + 1] = row end
--- PartitionAllocator handover (its own throwaway server): bench/allocator_bench.lua's rows
-lines[#lines + 1] = ""
-for _, line in ipairs(dofile("bench/allocator_bench.lua")()) do lines[#lines + 1] = line end
-local table_text = table.concat(lines, "\n")
-print(table_text)
+local note_lines = {}
+for _, n in ipairs(notes) do note_lines[#note_lines + 1] = "- " .. n end
+print(table.concat(header, "\n") .. "\n\n" .. table_text)
+if #note_lines > 0 then print("\n" .. table.concat(note_lines, "\n")) end
+io.stderr:write(string.format("bench: %d s\n", os.time() - started))
 
-local doc = io.open("docs/benchmarks.md", "w")
-if doc then
-  doc:write("# Benchmarks\n\n",
-    "Written by `make bench` (bench/run.lua) on ", os.date("!%Y-%m-%d"), ", ", machine(), ".\n",
-    "One throwaway standalone ZooKeeper 3.8.0 server on loopback (the project's harness) ",
-    "served all clients, which took turns; each figure is the median of ", ROUNDS, " rounds.\n",
-    "Work per round: ", COUNTS[1], " pipelined async gets, ", COUNTS[2], " sync gets, ",
-    COUNTS[3], " sync creates (64-byte and 16-byte values); for the Lock, uncontended ",
-    "acquire+release cycles and the hand-off latency from one holder's release() to the next ",
-    "holder's acquire() returning, with 10 waiting processes. Partition strategies ",
-    "(bench/strategies_bench.lua, no server): the median time of one allocation, Lua tables ",
-    "in and out included, and the items moved when an 11th member joins 10 sharing 1000 ",
-    "items (ideal 1000/11). TreeCache: the time from start() to INITIALIZED on a tree of ",
-    TREE_NODES, " nodes (32-byte values) and the client's RSS (after a full garbage ",
-    "collection). PartitionAllocator (bench/allocator_bench.lua, its own server): ",
-    "10 members, each its own session, sharing 1000 items; the time from a start, a join, a ",
-    "clean leave and a closed session until every member owns exactly its new share.\n",
-    "SetPartitioner: 10 member processes split 1000 items; each event is timed from the ",
-    "leave, the kill or the join to the moment every live member holds its new share ",
-    "(median of ", ROUNDS, " leaves and crashes, ", 2 * ROUNDS, " joins).\n",
-    "CPU is the client process's user+sys time, library threads included. The server ",
-    "runs on the same 2 cores, so throughput is partly the server's; CPU per op is the ",
-    "client's own cost.\n\n", table_text, "\n\nRerun: `make bench` ",
-    "(`BENCH_ROUNDS=5 make bench` for more rounds).\n")
+if DOC == nil and #sections == #SECTIONS then DOC = "docs/benchmarks.md" end
+if DOC and DOC ~= "-" then
+  local doc = assert(io.open(DOC, "w"))
+  doc:write(dofile("bench/report.lua")({
+    header = header, table_text = table_text, notes = note_lines, rounds = ROUNDS, n = N,
+    sections = sections, all_sections = #sections == #SECTIONS,
+  }))
   doc:close()
+  io.stderr:write("bench: wrote " .. DOC .. "\n")
+end
+if failures > 0 then
+  io.stderr:write(string.format("bench: %d workload(s) failed (see the notes)\n", failures))
+  os.exit(1)
 end

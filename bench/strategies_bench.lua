@@ -4,8 +4,12 @@
 -- for comparison), and the items each moves when an 11th member joins a 10-member group
 -- sharing 1000 items (ideal: 1000 / 11).  Targets: sticky and rendezvous move <= 1.2 x ideal.
 --
---   ./zklua bench/strategies_bench.lua [RUNS=5]        prints the table
---   dofile("bench/strategies_bench.lua")(runs) -> lines  (bench/run.lua adds them to its table)
+--   ./zklua bench/strategies_bench.lua [RUNS=5]             prints the table
+--   ./zklua bench/strategies_bench.lua --results [RUNS=5]   prints one line per strategy,
+--     RESULT strategy_<id> ms=<median ms> moved=<items> ideal=<items>   (bench/run.lua reads
+--     them; ids: round_robin, round_robin_lua, consistent_hash, rendezvous, sticky, weighted,
+--     least_loaded)
+--   dofile("bench/strategies_bench.lua")(runs) -> table lines
 local core = require "zklua.core"
 local strategies = require "zklua.strategies"
 
@@ -71,34 +75,48 @@ local function run(runs)
   local current = strategies.owners(strategies.sticky({ (table.unpack or unpack)(members, 1, 99) }, items))
   local least_loaded = strategies.load("examples/strategies/least_loaded.lua")
   local cases = {
-    { "round_robin (C)", strategies.round_robin },
-    { "round_robin (plain Lua)", lua_round_robin },
-    { "consistent_hash (C, 160 vnodes)", strategies.consistent_hash },
-    { "rendezvous (C)", strategies.rendezvous },
-    { "sticky (C, 99 owners + 1 joining)", strategies.sticky, { current = current } },
-    { "weighted (C, weights 1-4, 99 owners + 1)", strategies.weighted,
+    { "round_robin", "round_robin (C)", strategies.round_robin },
+    { "round_robin_lua", "round_robin (plain Lua)", lua_round_robin },
+    { "consistent_hash", "consistent_hash (C, 160 vnodes)", strategies.consistent_hash },
+    { "rendezvous", "rendezvous (C)", strategies.rendezvous },
+    { "sticky", "sticky (C, 99 owners + 1 joining)", strategies.sticky, { current = current } },
+    { "weighted", "weighted (C, weights 1-4, 99 owners + 1)", strategies.weighted,
       { current = current, weights = weights } },
-    { "least_loaded (Lua example, 99 owners + 1)", least_loaded, { current = current },
-      math.max(1, math.floor(runs / 2)) },
+    { "least_loaded", "least_loaded (Lua example, 99 owners + 1)", least_loaded,
+      { current = current }, math.max(1, math.floor(runs / 2)) },
   }
-  local ideal = 1000 / 11
+  local results = {}
+  for _, case in ipairs(cases) do
+    local id, label, strategy, ctx, case_runs = case[1], case[2], case[3], case[4], case[5]
+    io.stderr:write("strategies: " .. label .. "\n")
+    results[#results + 1] = { id = id, label = label, ideal = 1000 / 11, moved = join_moves(strategy),
+                              ms = time_ms(strategy, members, items, ctx, case_runs or runs) }
+  end
+  return results
+end
+
+local function table_lines(runs)
   local lines = {
     "| strategy | ms per allocation, 100 members x 10000 items | items moved on a join, " ..
-    "10 -> 11 members x 1000 items | moved / ideal (" .. string.format("%.1f", ideal) .. ") |",
+    "10 -> 11 members x 1000 items | moved / ideal (" .. string.format("%.1f", 1000 / 11) .. ") |",
     "|---|---:|---:|---:|",
   }
-  for _, case in ipairs(cases) do
-    local label, strategy, ctx, case_runs = case[1], case[2], case[3], case[4]
-    io.stderr:write("strategies: " .. label .. "\n")
-    local ms = time_ms(strategy, members, items, ctx, case_runs or runs)
-    local moved = join_moves(strategy)
-    lines[#lines + 1] = string.format("| %s | %.1f | %d | %.2f |", label, ms, moved, moved / ideal)
+  for _, r in ipairs(run(runs)) do
+    lines[#lines + 1] = string.format("| %s | %.1f | %d | %.2f |", r.label, r.ms, r.moved,
+                                      r.moved / r.ideal)
   end
   return lines
 end
 
 if arg and arg[0] and arg[0]:match("strategies_bench%.lua$") then
-  print(table.concat(run(tonumber(arg[1])), "\n"))
+  if arg[1] == "--results" then
+    for _, r in ipairs(run(tonumber(arg[2]))) do
+      print(string.format("RESULT strategy_%s ms=%.3f moved=%d ideal=%.2f", r.id, r.ms, r.moved,
+                          r.ideal))
+    end
+  else
+    print(table.concat(table_lines(tonumber(arg[1])), "\n"))
+  end
 end
 
-return run
+return table_lines

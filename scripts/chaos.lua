@@ -94,6 +94,7 @@ local function expire_one()
   local passwd = hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
   local before = select(2, kid:stdout():gsub("state LOST", ""))
   window[kid.ident] = true
+  kid.expired = true -- its control node was ephemeral: it went with the session
   child.poll_until(function()
     local other = core.session(hosts, 2000, false, id, passwd)
     other:start()
@@ -109,8 +110,15 @@ local function expire_one()
   faults.expire = faults.expire + 1
 end
 
+-- Changes the set through a worker's control node (one whose session never expired: the
+-- node goes with the session).
 local function change_set()
-  local kid = live[math.random(#live)]
+  local candidates = {}
+  for _, k in ipairs(live) do
+    if not k.expired then candidates[#candidates + 1] = k end
+  end
+  if #candidates == 0 then return end
+  local kid = candidates[math.random(#candidates)]
   if math.random(2) == 1 or #items < ITEMS / 2 then
     next_item = next_item + 1
     local item = string.format("q%03d", next_item)

@@ -462,7 +462,7 @@ describe("SetPartitioner", function()
                                        partition_func = function() error("no idea") end })
       helpers.eventually(function() return a.failed end, 10, "a to fail")
       assert.truthy(tostring(a.error):find("no idea", 1, true))
-      local wanted = "error SetPartitioner on " .. path .. ": partition_func raised an error: "
+      local wanted = "ERROR SetPartitioner on " .. path .. ": partition_func raised an error: "
       assert.truthy(table.concat(logged, "\n"):find(wanted, 1, true), table.concat(logged, "\n"))
       local b = member(zk, items(3), { identifier = "b", path = path .. "/b",
                                        partition_func = function() return { "q01", "nope" } end })

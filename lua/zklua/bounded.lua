@@ -11,8 +11,11 @@
 --   taken from the queue but not handled), so the client stays sound.  The clock is read
 --   every 1000 VM instructions (a count hook), so the overrun is small for code that runs.
 -- * A function blocked inside one C call is stopped only when that call returns (zklua's
---   waits return to Lua at least every 0.2 s with one client); under LuaJIT, compiled loops
---   do not run hooks.  An fn that catches every error itself (pcall in a loop) can go on.
+--   waits return to Lua at least every 0.2 s with one client).  Under LuaJIT, fn and the
+--   functions defined inside it are not compiled (jit.off), since compiled code runs no hooks;
+--   still, a loop that calls nothing at all (`while true do end`) may be compiled and then
+--   cannot be stopped there, nor can a loop in a compiled function fn calls.  An fn that catches every error
+--   itself (pcall in a loop) can go on.
 -- * The caller's own hook (of this coroutine) is put back afterwards; limit nil or math.huge
 --   runs fn with no limit.
 local core = require "zklua.core"
@@ -22,6 +25,7 @@ local bounded = {}
 bounded.TIMEOUT = setmetatable({}, { __tostring = function() return "time limit reached" end })
 
 local unpack = table.unpack or unpack -- luacheck: ignore (LuaJIT)
+local jit = package.loaded.jit -- LuaJIT's (a sandboxed environment may hide the global)
 
 -- zklua's own sources: "@<dir>/zklua/"; the blocking handler's loop is a safe point.
 local HERE = debug.getinfo(1, "S").source
@@ -48,6 +52,9 @@ function bounded.call(limit, fn, ...)
     if info and at_safe_point(info.source) then error(bounded.TIMEOUT, 0) end
   end
   debug.sethook(hook, "", 1000)
+  -- LuaJIT runs no hooks inside compiled code: fn (and the functions defined in it) run
+  -- interpreted, so that a loop of its own is stopped too
+  if jit and type(fn) == "function" then jit.off(fn, true) end
   local results = pack(pcall(fn, ...))
   if type(old_hook) == "function" then
     debug.sethook(old_hook, old_mask, old_count)

@@ -35,17 +35,17 @@ end
 compat.maxinteger = math.maxinteger or 2 ^ 63
 compat.mininteger = math.mininteger or -2 ^ 63
 
-local ffi_int64
+local ffi, ffi_int64
 if compat.luajit then
-  local ok, ffi = pcall(require, "ffi")
-  if ok then ffi_int64 = ffi.typeof("int64_t") end
+  local ok, loaded = pcall(require, "ffi")
+  if ok then ffi, ffi_int64 = loaded, loaded.typeof("int64_t") end
 end
 
 --- Whether x is a 64-bit id as the C module hands them over (an integer, or an int64 cdata
 -- under LuaJIT).
 function compat.is_id(x)
   if compat.is_integer(x) then return true end
-  return ffi_int64 ~= nil and type(x) == "cdata" and require("ffi").istype(ffi_int64, x)
+  return ffi_int64 ~= nil and type(x) == "cdata" and ffi.istype(ffi_int64, x)
 end
 
 --- x (an id, or an integral number) in decimal, exact.

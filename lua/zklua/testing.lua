@@ -178,11 +178,26 @@ function Node:kill()
   self.pid, self.paused = nil, false
 end
 
---- Freezes the process (SIGSTOP): its sockets stay open but nothing answers.
+-- Whether every thread of pid is stopped (a SIGSTOP reaches a busy JVM's threads one by one).
+local function all_threads_stopped(pid)
+  local out = read_command("cat /proc/" .. pid .. "/task/*/stat 2>/dev/null")
+  if out == "" then return true end -- gone
+  for state in out:gmatch("%) (%a)") do
+    if state ~= "T" and state ~= "t" then return false end
+  end
+  return true
+end
+
+--- Freezes the process (SIGSTOP): its sockets stay open but nothing answers.  Returns once
+-- every thread has stopped, so nothing is answered after pause() returns.
 function Node:pause()
   if self.pid then
     run("kill -STOP " .. self.pid)
     self.paused = true
+    local deadline = core.monotonic() + 10
+    while not all_threads_stopped(self.pid) and core.monotonic() < deadline do
+      core.sleep(0.005)
+    end
   end
 end
 

@@ -164,6 +164,8 @@ static int run_protected(lua_State *L, int nargs, int nresults)
     lua_pushcfunction(L, message_handler);
     lua_insert(L, base);
     running_state = L;
+    if (interrupted_by) /* the signal came while nothing ran (e.g. the sandbox was starting) */
+        lua_sethook(L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1000);
     int status = lua_pcall(L, nargs, nresults, base);
     running_state = NULL;
     lua_sethook(L, NULL, 0, 0); /* finalizers must run without it */

@@ -4,7 +4,8 @@
  * items left over go one each to the largest fractional remainders (a tie: the bytewise
  * smaller member).  zkl_strategy_fill then keeps current owners within their shares and gives
  * the rest by rendezvous score, so a weight change moves about as many items as the shares
- * change.  Weights are doubles; the arithmetic is the same IEEE-754 steps on every machine.
+ * change.  Whole-number weights are shared out in exact integer arithmetic; other weights are
+ * doubles, with the same IEEE-754 steps on every machine.
  */
 #include "strategy.h"
 
@@ -43,11 +44,47 @@ static double largest_weight(const zkl_strategy_input *in)
     return max;
 }
 
+enum { EXACT_WEIGHT_MAX = 1000000000 }; /* integer weights up to this: exact arithmetic */
+
+/* Whether every weight is a whole number small enough for exact integer shares: then
+ * N * w fits in 64 bits, and remainders that are equal compare equal (doubles could order two
+ * equal remainders by rounding error, and the tie rule would not be the one documented). */
+static int integer_weights(const zkl_strategy_input *in)
+{
+    for (size_t m = 0; m < in->n_members; m++) {
+        double w = weight_of(in, m);
+        if (w != (double)(long long)w || w > EXACT_WEIGHT_MAX)
+            return 0;
+    }
+    return in->n_items <= (size_t)1 << 32 && in->n_members <= (size_t)1 << 24;
+}
+
+/* floor_shares for integer weights: floor(N * w / W) and (N * w) mod W, exactly. */
+static long long exact_floor_shares(const zkl_strategy_input *in, size_t *quota,
+                                    member_remainder *rem)
+{
+    unsigned long long total = 0, n = in->n_items;
+    for (size_t m = 0; m < in->n_members; m++)
+        total += (unsigned long long)weight_of(in, m);
+    long long left = (long long)in->n_items;
+    for (size_t m = 0; m < in->n_members; m++) {
+        unsigned long long scaled = n * (unsigned long long)weight_of(in, m);
+        quota[m] = (size_t)(scaled / total);
+        left -= (long long)quota[m];
+        rem[m].member = m;
+        rem[m].remainder = (double)(scaled % total); /* < 2^53: exact as a double */
+        rem[m].name = in->members[m];
+    }
+    return left;
+}
+
 /* Floors of the exact shares into quota, their remainders into rem; returns N - sum(floors),
  * which rounding keeps between -n and n (it is the number of items left to hand out). */
 static long long floor_shares(const zkl_strategy_input *in, size_t *quota,
                               member_remainder *rem)
 {
+    if (integer_weights(in))
+        return exact_floor_shares(in, quota, rem);
     double max = largest_weight(in), total = 0;
     for (size_t m = 0; m < in->n_members; m++)
         total += weight_of(in, m) / max;

@@ -1,0 +1,101 @@
+--- bench/report.lua — the text of docs/benchmarks.md around the table bench/run.lua measured:
+-- what each row measures, how to read the columns, and how to rerun it.
+--   dofile("bench/report.lua")(info) -> markdown, where info = { header = {lines},
+--   table_text = "...", notes = {"- ..."}, rounds = n, n = run.lua's workload sizes,
+--   sections = {the sections that ran}, all_sections = boolean }
+return function(info)
+  local n = info.n
+  local out = {}
+  local function add(...)
+    for _, text in ipairs({ ... }) do out[#out + 1] = text end
+  end
+  local ran = {}
+  for _, s in ipairs(info.sections) do ran[#ran + 1] = s.id end
+
+  add("# Benchmarks", "", "Written by `make bench` (bench/run.lua).", "")
+  for _, line in ipairs(info.header) do add("- " .. line) end
+  add("")
+  if not info.all_sections then
+    add("**A partial run** (BENCH_ONLY): only " .. table.concat(ran, ", ") .. ".", "")
+  end
+  add(info.table_text, "")
+  if #info.notes > 0 then add("Notes from this run:", "", table.concat(info.notes, "\n"), "") end
+
+  add("## How to read it", "",
+      "- One throwaway standalone ZooKeeper server on loopback (the project's own harness, " ..
+      "`zklua.testing`) serves every client in one run. Each round runs every section, and in " ..
+      "each section every client once, taking turns (a different client starts each round); " ..
+      "each cell is the median of the rounds' figures (" .. info.rounds .. " here).",
+      "- **raw C** is a plain libzookeeper-mt program (bench/raw_c.c), the ceiling for a " ..
+      "client on that library. **zklua (Lua 5.4)** is `./zklua`; **zklua (LuaJIT)** the same " ..
+      "scripts under `luajit` with build/luajit/zklua/core.so (`make luajit`), worker " ..
+      "processes included. **kazoo** is Debian's python3-kazoo under /usr/bin/python3.",
+      "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's: " ..
+      "above 1 is better for ops/s and cycles/s, below 1 is better for CPU, ms and MiB.",
+      "- **target** is the issue's target and whether the Lua 5.4 column meets it (and the " ..
+      "LuaJIT column, when it differs). No target: the issues set none for that row.",
+      "- An empty cell: that client has no such workload (raw C has no recipes; kazoo has no " ..
+      "PartitionAllocator, and its partition function is round_robin only), or it could " ..
+      "not run it (a note above says why).",
+      "- The server runs on the same cores as the clients, so throughput and latency are " ..
+      "partly the server's; client CPU per op (user+sys of the client process, library " ..
+      "threads included) is the client's own cost.", "")
+
+  add("## What each row measures", "",
+      string.format("- **Client operations** (bench/raw_c.c, bench/zklua_bench.lua, " ..
+        "bench/kazoo_bench.py): %d pipelined async gets of a 64-byte node (all submitted, " ..
+        "then every result awaited), %d sync gets, %d sync creates of 16-byte persistent " ..
+        "nodes; ops/s over wall time, and client CPU per op.", n.async, n.sync_get,
+        n.sync_create),
+      string.format("- **Lock** (bench/lock_bench.lua, bench/kazoo_lock_bench.py): %d " ..
+        "uncontended acquire()+release() cycles of one Lock by one client; then %d worker " ..
+        "processes (a session each) take turns on one Lock %d times each, re-queueing at " ..
+        "once, and the hand-off latency is the time from one holder calling release() to the " ..
+        "next holder's acquire() returning (CLOCK_MONOTONIC, shared by the processes).",
+        n.lock_cycles, n.lock_waiters, n.lock_rounds),
+      string.format("- **Election** (bench/election_bench.lua; kazoo members: " ..
+        "bench/kazoo_election_worker.py): three member processes; the driver ends the " ..
+        "leader's term and times until the next leader's function runs. Leader returns: it " ..
+        "returns from its leader function (a clean hand-over). Leader killed: kill -9 of its " ..
+        "process; the next leader waits for the server to expire the dead session (%g s " ..
+        "timeout, counted from the dead client's last ping, so the figure can be a little " ..
+        "under it). %d failovers of each kind per round; the row is the median of the " ..
+        "rounds' medians.", n.session, n.failovers),
+      string.format("- **SetPartitioner** (bench/partitioner_bench.lua; kazoo members: " ..
+        "bench/kazoo_partitioner_member.py): %d member processes each run the seed's loop " ..
+        "over %d items with time_boundary %g s; each event is timed from the leave (finish()), " ..
+        "the kill -9 (plus the %g s session expiry no client can shorten) or the new member's " ..
+        "join to the moment every live member ACQUIRED its new share and the shares cover the " ..
+        "set. One leave, one crash and two joins per round.", n.sp_members, n.sp_items,
+        n.sp_tb, n.session),
+      string.format("- **PartitionAllocator** (bench/allocator_bench.lua): %d members in " ..
+        "one process, each its own session, share %d items; each event is timed until every " ..
+        "member holds exactly its share of the new assignment (wait_settled). Crash: a " ..
+        "member's session is closed without leaving, so the server drops its nodes at once " ..
+        "(a kill -9 would add the session timeout, as in the SetPartitioner rows). Items " ..
+        "moved: items whose owner changed on the join.", n.alloc_members, n.alloc_items),
+      "- **Strategies** (bench/strategies_bench.lua, no server): the strategy functions the " ..
+      "allocator calls (zklua.strategies), timed with Lua tables in and out; sticky, weighted " ..
+      "and least_loaded get the current ownership of 99 members with a 100th joining, as an " ..
+      "allocator passes it. Items moved: when an 11th member joins 10 sharing 1000 items " ..
+      "(ideal 1000/11). round_robin is kazoo's stride, so it also stands for kazoo's " ..
+      "SetPartitioner.",
+      string.format("- **TreeCache** (bench/tree_cache_bench.lua, " ..
+        "bench/kazoo_tree_cache_bench.py): %d nodes under a root (directories of 99 nodes " ..
+        "each; 32-byte values), made once; each client starts a TreeCache on it and " ..
+        "the time runs from start() to INITIALIZED; RSS is VmRSS after a full garbage " ..
+        "collection, growth is over the same client before the cache, peak is VmHWM.",
+        n.tree_nodes - 1), "")
+
+  add("## Rerun", "",
+      "`make bench` (a few minutes; run it on a quiet machine). `BENCH_ROUNDS=5 make bench` " ..
+      "for more rounds. Knobs (environment, see bench/run.lua): BENCH_N_ASYNC, " ..
+      "BENCH_N_SYNC_GET, BENCH_N_SYNC_CREATE, BENCH_LOCK_CYCLES, BENCH_LOCK_WAITERS, " ..
+      "BENCH_LOCK_ROUNDS, BENCH_FAILOVERS, BENCH_SESSION_S, BENCH_SP_MEMBERS, BENCH_SP_ITEMS, " ..
+      "BENCH_SP_TB, BENCH_ALLOC_MEMBERS, BENCH_ALLOC_ITEMS, BENCH_STRATEGY_RUNS, " ..
+      "BENCH_TREE_NODES; `BENCH_ONLY=lock,election` runs some sections only (it then " ..
+      "writes no file unless BENCH_DOC names one). Every workload script also runs alone " ..
+      "against any server; its usage is in its opening comment, e.g. " ..
+      "`./zklua bench/lock_bench.lua HOST:PORT`.", "")
+  return table.concat(out, "\n")
+end
