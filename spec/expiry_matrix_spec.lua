@@ -429,7 +429,7 @@ describe("the session of a member of every recipe expires", function()
     assert.is_true(row.b:consume())
     assert.is_nil(row.v:get(0.3))     -- nothing unclaimed is left
     assert.is_true(row.c:consume())
-    assert.are.equal(0, #row.b)
+    assert.are.equal(0, row.b:len()) -- (no __len on tables under LuaJIT)
   end)
 
   it("SetPartitioner: FAILURE for v (as kazoo); the other member takes the whole set", function()
@@ -437,7 +437,8 @@ describe("the session of a member of every recipe expires", function()
     helpers.eventually(function() return row.v.failed end, 30, "FAILURE")
     assert.is_true(errors.is(row.v.error, errors.SessionExpiredError), tostring(row.v.error))
     assert.are.same({}, row.v:list())
-    pump({ row.b }, function() return row.b.acquired and #row.b == 4 end, "b to own the set")
+    pump({ row.b }, function() return row.b.acquired and #row.b:list() == 4 end,
+         "b to own the set") -- (list(): no __len on tables under LuaJIT)
     for item, token in pairs(row.tokens) do
       assert.is_true(row.b:fencing_token(item) > token, item)
     end
