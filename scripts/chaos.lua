@@ -145,8 +145,9 @@ local ok, err = pcall(function()
     elseif pick <= 5 then expire_one()
     elseif pick <= 7 then leave_one()
     else change_set() end
-    ownership.assert_safe(report())
   end
+  -- (the logs are checked once the faults stop: an expired member's items overlap the next
+  -- owners' until it hears LOST and logs them "lost", the documented window)
   -- the faults stopped: every item of the final set owned exactly once, still never two owners
   local last
   local covered = child.poll_until(function()
