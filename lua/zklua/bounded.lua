@@ -11,11 +11,13 @@
 --   taken from the queue but not handled), so the client stays sound.  The clock is read
 --   every 1000 VM instructions (a count hook), so the overrun is small for code that runs.
 -- * A function blocked inside one C call is stopped only when that call returns (zklua's
---   waits return to Lua at least every 0.2 s with one client).  Under LuaJIT, fn and the
---   functions defined inside it are not compiled (jit.off), since compiled code runs no hooks;
---   still, a loop that calls nothing at all (`while true do end`) may be compiled and then
---   cannot be stopped there, nor can a loop in a compiled function fn calls.  An fn that catches every error
---   itself (pcall in a loop) can go on.
+--   waits return to Lua at least every 0.2 s with one client).  An fn that catches every
+--   error itself (pcall in a loop) can go on.
+-- * LuaJIT runs no hooks inside compiled code, and a loop in any function fn calls may get
+--   compiled while fn runs.  So under LuaJIT the JIT compiler is off while fn runs (the code
+--   compiled so far is flushed; it compiles again afterwards): every loop is stopped there
+--   too.  LuaJIT's hook is one for all coroutines: it stops only the coroutine that called
+--   bounded.call, should fn yield (a coroutine handler) and others run meanwhile.
 -- * The caller's own hook (of this coroutine) is put back afterwards; limit nil or math.huge
 --   runs fn with no limit.
 local core = require "zklua.core"
@@ -46,21 +48,25 @@ function bounded.call(limit, fn, ...)
   if limit == nil or limit == math.huge then return pcall(fn, ...) end
   local deadline = core.monotonic() + limit
   local old_hook, old_mask, old_count = debug.gethook()
+  local caller = coroutine.running()
   local function hook()
-    if core.monotonic() < deadline then return end
+    if core.monotonic() < deadline or coroutine.running() ~= caller then return end
     local info = debug.getinfo(2, "S")
     if info and at_safe_point(info.source) then error(bounded.TIMEOUT, 0) end
   end
+  local jit_was_on = jit and jit.status()
+  if jit_was_on then
+    jit.off()
+    jit.flush()
+  end
   debug.sethook(hook, "", 1000)
-  -- LuaJIT runs no hooks inside compiled code: fn (and the functions defined in it) run
-  -- interpreted, so that a loop of its own is stopped too
-  if jit and type(fn) == "function" then jit.off(fn, true) end
   local results = pack(pcall(fn, ...))
   if type(old_hook) == "function" then
     debug.sethook(old_hook, old_mask, old_count)
   else
     debug.sethook()
   end
+  if jit_was_on then jit.on() end
   return unpack(results, 1, results.n)
 end
 
