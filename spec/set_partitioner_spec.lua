@@ -297,7 +297,7 @@ describe("SetPartitioner", function()
       assert.is_true(a:wait_for_acquire(10))
       assert.is_true(a.acquired)
       assert.are.same(set, a:list())
-      assert.are.equal(10, #a)
+      assert.are.equal(10, a:len())
 
       local zk2 = helpers.client(server.hosts)
       local b = member(zk2, set, { identifier = "b", time_boundary = 30 })
@@ -345,7 +345,7 @@ describe("SetPartitioner", function()
       assert.is_nil(qps[2].error)
       assert.are.same({}, qps[2]:list())
       local rest = { qps[1], qps[3] }
-      pump(rest, function() return all_acquired(rest)() and #qps[1] + #qps[3] == 11 end, 30,
+      pump(rest, function() return all_acquired(rest)() and qps[1]:len() + qps[3]:len() == 11 end, 30,
            "two shares")
       assert_split(set, rest)
       for item, token in pairs(tokens) do
@@ -369,7 +369,7 @@ describe("SetPartitioner", function()
       b:update_set(new)
       assert.are.same(new, a:get_set())
       pump(qps, function()
-        return all_acquired(qps)() and #a + #b == 9
+        return all_acquired(qps)() and a:len() + b:len() == 9
       end, 30, "the new split")
       assert_split(new, qps)
       assert.are.same({ "n01", "n03", "n05", "n07", "n09" }, a:list())
@@ -378,7 +378,7 @@ describe("SetPartitioner", function()
       b:update_set(items(3, "x"))
       a:update_set(items(2, "y"))
       b:update_set(items(2, "y"))
-      pump(qps, function() return all_acquired(qps)() and #a + #b == 2 end, 30, "the last split")
+      pump(qps, function() return all_acquired(qps)() and a:len() + b:len() == 2 end, 30, "the last split")
       assert_split(items(2, "y"), qps)
       zk2:close()
     end)
@@ -399,7 +399,7 @@ describe("SetPartitioner", function()
                     tostring(err))
       assert.are.same({}, failed:list())
       -- the failed member left the party: the other one takes its whole set
-      pump({ other }, function() return other.acquired and #other == 3 end, 30, "the survivor")
+      pump({ other }, function() return other.acquired and other:len() == 3 end, 30, "the survivor")
       assert.are.same(other == a and { "a", "b", "c" } or { "b", "c", "d" },
                       helpers.sorted(other:list()))
       zk2:close()
@@ -430,7 +430,7 @@ describe("SetPartitioner", function()
       assert.is_true(errors.is(a.error, errors.SessionExpiredError), tostring(a.error))
       assert.are.same({}, a:list())
       assert.are.equal("FAILURE", seen[#seen])
-      pump({ b }, function() return b.acquired and #b == 6 end, 30, "b to own everything")
+      pump({ b }, function() return b.acquired and b:len() == 6 end, 30, "b to own everything")
       -- FAILURE is final: release_set and update_set change nothing, finish is harmless
       a:release_set()
       a:update_set({ "x" })

@@ -388,9 +388,12 @@ function SetPartitioner:iter()
   end
 end
 
-function SetPartitioner.__len(self)
-  return #self._ud:items()
+--- len() -> how many items this member owns (kazoo's len(qp)): #qp, under LuaJIT too (whose
+-- # ignores __len on tables) qp:len().
+function SetPartitioner:len()
+  return #self:list()
 end
+SetPartitioner.__len = SetPartitioner.len
 
 --- The fencing token of an owned item (its lock's czxid, growing with every owner); nil when
 -- this member does not own it.
