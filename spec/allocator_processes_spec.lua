@@ -181,10 +181,12 @@ describe("PartitionAllocator members in processes", function()
 
   it("members running different strategies (random, buggy) never own an item twice", function()
     local set = items(20)
-    local k1 = spawn("m1", { seed = 20, strategy = "random", timeout = 2 })
-    local k2 = spawn("m2", { strategy = "reverse", timeout = 2 })
-    spawn("m3", { strategy = "buggy", timeout = 2 })
-    spawn("m4", { strategy = "rendezvous", timeout = 2 })
+    -- sessions of 4 s: no member's connection may drop on a slow machine (a sanitizer run),
+    -- since this spec allows no expiry window
+    local k1 = spawn("m1", { seed = 20, strategy = "random", timeout = 4 })
+    local k2 = spawn("m2", { strategy = "reverse", timeout = 4 })
+    spawn("m3", { strategy = "buggy", timeout = 4 })
+    spawn("m4", { strategy = "rendezvous", timeout = 4 })
     wait_cover(set, nil)
     assert.are.equal("m1", leader_written())
     for i = 1, 3 do -- the random leader re-divides on every change: the others follow
