@@ -1,5 +1,6 @@
 -- A busted output handler: busted's usual terminal output, then one closing line
--- "N passed, N failed" (errors count as failed) that CI reads.
+-- "N passed, N failed" (errors count as failed) that CI reads.  With ZKLUA_SPEC_TALLY set
+-- to a file, the line is also appended there (scripts/spec-total adds up several runs).
 return function(options)
   local busted = require "busted"
   local handler = require("busted.outputHandlers.utfTerminal")(options)
@@ -14,8 +15,15 @@ return function(options)
     return nil, true
   end)
   busted.subscribe({ "suite", "end" }, function()
-    io.write("\n", passed, " passed, ", failed, " failed\n")
+    local line = passed .. " passed, " .. failed .. " failed"
+    io.write("\n", line, "\n")
     io.flush()
+    local tally = os.getenv("ZKLUA_SPEC_TALLY")
+    local f = tally and tally ~= "" and io.open(tally, "a")
+    if f then
+      f:write(line, "\n")
+      f:close()
+    end
     return nil, true
   end)
   return handler
