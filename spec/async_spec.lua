@@ -308,6 +308,62 @@ describe("async operations", function()
     end)
   end)
 
+  -- Reads wait in the session's cork until the client next waits or sends anything else
+  -- (src/core/ops.c): none of that may show.
+  describe("reads sent in bursts", function()
+    it("keep their order with the writes around them", function()
+      zk:create(ROOT .. "/x", "old")
+      local before = zk:get_async(ROOT .. "/x")
+      local write = zk:set_async(ROOT .. "/x", "new")
+      local after = zk:get_async(ROOT .. "/x")
+      local exists = zk:exists_async(ROOT .. "/x")
+      local children = zk:get_children_async(ROOT)
+      assert.are.equal("new", (after:get(10)))
+      assert.are.equal("old", (before:get(10)))
+      assert.are.equal(1, write:get(10).version)
+      assert.are.equal(1, exists:get(10).version)
+      assert.are.same({ "x" }, children:get(10))
+    end)
+
+    it("do not hold back a write: another client sees it while this one never waits", function()
+      zk:create(ROOT .. "/x", "old")
+      local reads = {}
+      for i = 1, 10 do reads[i] = zk:get_async(ROOT .. "/x") end
+      zk:set_async(ROOT .. "/x", "new")
+      local other = helpers.client(server.hosts)
+      helpers.wait_until(function() return (other:get(ROOT .. "/x")) == "new" end, 10,
+                         "the write seen by another client")
+      other:close()
+      for i = 1, 10 do assert.are.equal("old", (reads[i]:get(10))) end
+    end)
+
+    it("make the fd readable, so an event loop polling it completes them", function()
+      zk:create(ROOT .. "/x", "v")
+      local core = require "zklua.core"
+      local fd = zk:fileno()
+      assert.is_false(core.poll({ fd }, 0))
+      local futures = {}
+      for i = 1, 300 do futures[i] = zk:get_async(ROOT .. "/x") end
+      local deadline = core.monotonic() + 10
+      while not futures[300]:ready() and core.monotonic() < deadline do
+        if core.poll({ fd }, 1) then zk:dispatch(0) end
+      end
+      for i = 1, 300 do
+        assert.is_true(futures[i]:ready(), "future " .. i)
+        assert.are.equal("v", futures[i].value)
+      end
+    end)
+
+    it("go out before stop() ends the session: their futures resolve", function()
+      zk:create(ROOT .. "/x", "v")
+      local f = zk:get_async(ROOT .. "/x")
+      zk:stop()
+      assert.is_true(f:ready())
+      assert.are.equal("v", f:get(0)) -- stop() lets the ops asked for finish
+      zk:start()
+    end)
+  end)
+
   describe("futures across stop()", function()
     it("an op in flight fails with ConnectionClosedError when the client stops", function()
       zk:create(ROOT .. "/x", "")

@@ -226,12 +226,15 @@ function Client:dispatch(timeout)
   if not session then return 0 end
   if timeout and timeout > 0 then session:wait(timeout) end
   local handled = 0
-  while self:_handle(session:next()) do
+  while true do
+    -- plain op completions resolve their futures in C (session:drain); the others come here
+    local settled, kind, a, b, c, d, e = session:drain(self._pending)
+    handled = handled + settled
+    if not self:_handle(kind, a, b, c, d, e) then return handled end
     handled = handled + 1
     session = self._session -- a callback may have closed the client
     if not session then return handled end
   end
-  return handled
 end
 
 --- Blocks until events wait or timeout seconds pass (nil: up to 0.2 s; it returns at least

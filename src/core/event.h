@@ -75,6 +75,8 @@ struct zkl_session;
 
 typedef struct zkl_event {
     struct zkl_event *next, *prev; /* queue or pending-list links */
+    struct zkl_event *cork_next;   /* a read waiting to be sent (ops.c, the cork) */
+    int cork_watch;                /* ... with a watch */
     struct zkl_session *session;   /* for completion callbacks, which get only the event */
     zkl_event_kind kind;
     uint64_t id;        /* op id; for a watch, the id of the op that set it */

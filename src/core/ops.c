@@ -5,6 +5,17 @@
  * the completion thread before zoo_a* even returns.  When zoo_a* refuses the op outright it
  * never calls back, so the refusal is turned into the op's completion here.  Callbacks copy
  * what they are handed (the library frees it on return) and queue the op.
+ *
+ * The cork: reads for the caller (get, exists, children without a route) are not handed to
+ * the library one by one but wait in the session's cork until the owner next waits,
+ * delivers events or sends anything else (zkl_ops_flush), or CORK_MAX of them gathered.  The
+ * library wakes its I/O thread (a pipe write, a context switch) for every op it is handed;
+ * handed a burst, its thread sends the burst in a few wake-ups, as it does for a C program's
+ * loop of zoo_aget.  At the pace a script makes calls, every read woke it: that cost more
+ * than everything else an async read costs.  Only reads wait, and every other op sends them
+ * first, so the server sees a session's ops in the order they were made, and no write is held
+ * back.  While reads wait the session's fd is readable, so an event loop polling it comes
+ * back (dispatch) and sends them.
  */
 #include "ops.h"
 
@@ -14,7 +25,9 @@
 
 #include "session_private.h"
 
-static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
+enum { CORK_MAX = 128 }; /* reads gathered before they are sent anyway */
+
+static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
     zkl_event *op = calloc(1, sizeof *op);
     if (!op)
@@ -28,6 +41,13 @@ static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *rout
         op->route = *route;
     zkl_queue_track(&s->queue, op);
     return op;
+}
+
+/* A new op sent at once: the reads waiting in the cork go first. */
+static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
+{
+    zkl_ops_flush(s);
+    return alloc_op(s, type, route);
 }
 
 /* Asks for a watch on op: a routed one is remembered until it fires or is dropped.  Called
@@ -267,41 +287,96 @@ uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_
     return submitted(s, op, rc);
 }
 
-uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route)
+/* Hands a read to the library; what zoo_aw* returned. */
+static int send_read(zkl_session *s, zkl_event *op, const char *path, int watch)
 {
-    zkl_event *op = new_op(s, ZKL_OP_EXISTS, route);
+    int rc = watch_rc(s, op, watch);
+    if (rc != ZOK)
+        return rc;
+    watcher_fn watcher = watch ? zkl_on_watch : NULL;
+    void *ctx = watch ? watch_ctx(op) : NULL;
+    switch (op->op) {
+    case ZKL_OP_EXISTS:
+        return zoo_awexists(s->zh, path, watcher, ctx, on_stat, op);
+    case ZKL_OP_GET:
+        return zoo_awget(s->zh, path, watcher, ctx, on_data, op);
+    default: /* Always children2: the stat costs the server nothing more. */
+        return zoo_awget_children2(s->zh, path, watcher, ctx, on_strings_stat, op);
+    }
+}
+
+/* A read: into the cork when it is the caller's and a handle is there, else sent now. */
+static uint64_t read_op(zkl_session *s, zkl_op_type type, const char *path, int watch,
+                        const zkl_route *route)
+{
+    if (route || !s->zh) {
+        zkl_event *op = new_op(s, type, route);
+        if (!op)
+            return 0;
+        return submitted(s, op, send_read(s, op, path, watch));
+    }
+    zkl_event *op = alloc_op(s, type, NULL);
     if (!op)
         return 0;
-    int rc = watch_rc(s, op, watch);
-    if (rc == ZOK)
-        rc = zoo_awexists(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
-                          on_stat, op);
-    return submitted(s, op, rc);
+    op->path = strdup(path);
+    if (!op->path)
+        return submitted(s, op, ZSYSTEMERROR);
+    op->cork_watch = watch;
+    if (s->cork_tail)
+        s->cork_tail->cork_next = op;
+    else
+        s->cork_head = op;
+    s->cork_tail = op;
+    if (s->cork_count++ == 0)
+        zkl_queue_poke(&s->queue);
+    uint64_t id = op->id; /* sent (and maybe completed) below */
+    if (s->cork_count >= CORK_MAX)
+        zkl_ops_flush(s);
+    return id;
+}
+
+void zkl_ops_flush(zkl_session *s)
+{
+    while (s->cork_head) {
+        zkl_event *op = s->cork_head;
+        s->cork_head = op->cork_next;
+        op->cork_next = NULL;
+        s->cork_count--;
+        if (!s->cork_head)
+            s->cork_tail = NULL;
+        char *path = op->path; /* the event's path is a watch's: the op is the library's now */
+        op->path = NULL;
+        op->generation = s->generation;
+        submitted(s, op, send_read(s, op, path, op->cork_watch));
+        free(path);
+    }
+}
+
+void zkl_ops_drop_cork(zkl_session *s)
+{
+    zkl_event *op = s->cork_head;
+    while (op) {
+        zkl_event *next = op->cork_next;
+        op->cork_next = NULL;
+        op = next;
+    }
+    s->cork_head = s->cork_tail = NULL;
+    s->cork_count = 0;
+}
+
+uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route)
+{
+    return read_op(s, ZKL_OP_EXISTS, path, watch, route);
 }
 
 uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_GET, route);
-    if (!op)
-        return 0;
-    int rc = watch_rc(s, op, watch);
-    if (rc == ZOK)
-        rc = zoo_awget(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
-                       on_data, op);
-    return submitted(s, op, rc);
+    return read_op(s, ZKL_OP_GET, path, watch, route);
 }
 
-/* Always children2: the stat costs the server nothing more. */
 uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_route *route)
 {
-    zkl_event *op = new_op(s, ZKL_OP_CHILDREN, route);
-    if (!op)
-        return 0;
-    int rc = watch_rc(s, op, watch);
-    if (rc == ZOK)
-        rc = zoo_awget_children2(s->zh, path, watch ? zkl_on_watch : NULL,
-                                 watch ? watch_ctx(op) : NULL, on_strings_stat, op);
-    return submitted(s, op, rc);
+    return read_op(s, ZKL_OP_CHILDREN, path, watch, route);
 }
 
 uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len, int version,

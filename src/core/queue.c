@@ -176,6 +176,18 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
         pthread_cond_signal(&q->ready);
 }
 
+void zkl_queue_poke(zkl_queue *q)
+{
+    pthread_mutex_lock(&q->mutex);
+    if (!q->fd_armed) {
+        uint64_t one = 1;
+        ssize_t n = write(q->fd, &one, sizeof one);
+        (void)n; /* cannot fail: the counter is 0 while the fd is not armed */
+        q->fd_armed = 1;
+    }
+    pthread_mutex_unlock(&q->mutex);
+}
+
 zkl_event *zkl_queue_pop(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);

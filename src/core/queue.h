@@ -40,6 +40,9 @@ void zkl_queue_complete(zkl_queue *q, zkl_event *op); /* pending -> ready */
 void zkl_queue_push(zkl_queue *q, zkl_event *ev);     /* a new ready event (watch, state) */
 void zkl_queue_fail_pending(zkl_queue *q, int rc);    /* every pending op -> ready with rc */
 zkl_event *zkl_queue_pop(zkl_queue *q);               /* NULL when empty; owner thread only */
+/* Makes the fd readable (until the next pop finds the queue empty): the owner has work to do
+ * on its next visit (reads waiting to be sent, ops.c) though no event waits. */
+void zkl_queue_poke(zkl_queue *q);
 /* Blocks until an event waits or timeout_ms passes (-1: no limit); 1 if one waits. */
 int zkl_queue_wait(zkl_queue *q, int timeout_ms);
 /* Waits until no op is pending or timeout_ms passes; returns how many are still pending. */

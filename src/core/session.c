@@ -149,6 +149,7 @@ static void drop_all_routed_watches(zkl_session *s)
 /* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
 static void close_handle(zkl_session *s, int rc)
 {
+    zkl_ops_drop_cork(s);
     atomic_store(&s->closing_rc, rc);
     if (s->zh) {
         zookeeper_close(s->zh);
@@ -236,6 +237,7 @@ static void end_suspension(zkl_session *s)
 
 void zkl_session_stop(zkl_session *s)
 {
+    zkl_ops_flush(s); /* let the reads asked for go out and finish, as ops in flight do */
     if (s->stopped && !s->zh)
         return;
     s->stopped = 1;
@@ -307,6 +309,7 @@ static long long suspension_ms_left(const zkl_session *s)
 
 int zkl_session_wait(zkl_session *s, int timeout_ms)
 {
+    zkl_ops_flush(s);
     retry_open_if_owed(s);
     if (s->needs_open && (timeout_ms < 0 || timeout_ms > 1000))
         timeout_ms = 1000; /* come back to try opening again */
@@ -461,6 +464,7 @@ static void count_watches(zkl_session *s, const zkl_event *ev)
 
 zkl_event *zkl_session_next(zkl_session *s)
 {
+    zkl_ops_flush(s);
     if (s->held) {
         zkl_event *held = s->held;
         s->held = NULL;

@@ -63,6 +63,9 @@ struct zkl_session {
     zkl_auth *auths;
     int auth_count;
 
+    zkl_event *cork_head, *cork_tail; /* reads not sent yet, oldest first (ops.c) */
+    int cork_count;
+
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
     int listener_count;
@@ -70,6 +73,14 @@ struct zkl_session {
 
 /* ops.c: the library's watcher for one-shot watches; ctx is the op id. */
 void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+
+/* ops.c: sends the reads waiting in the cork, in order.  Everything that waits for, delivers
+ * or sends anything else calls it first (see zkl_op_read). */
+void zkl_ops_flush(zkl_session *s);
+
+/* ops.c: forgets the cork without sending it (the handle closes: its ops, still pending,
+ * are failed with the rest). */
+void zkl_ops_drop_cork(zkl_session *s);
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
 void zkl_ops_reapply_auth(zkl_session *s);

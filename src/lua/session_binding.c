@@ -227,6 +227,79 @@ static int session_next(lua_State *L)
     return n;
 }
 
+/* Resolves the future of a plain op completion in place, as Future:set would, and returns 1;
+ * returns 0 (nothing changed) for every other event: not an op, an error (its error object is
+ * built in Lua), a watch that could not be registered, or a future with a completion function
+ * (_complete), rawlinks (_links) or already resolved.  The table of futures is at index 2. */
+static int settle_plain_op(lua_State *L, const zkl_event *ev)
+{
+    if (ev->kind != ZKL_EV_OP || ev->op == ZKL_OP_MULTI ||
+        (ev->watch_requested && !ev->watch_registered))
+        return 0;
+    if (ev->rc != ZOK && !(ev->op == ZKL_OP_EXISTS && ev->rc == ZNONODE))
+        return 0;
+    int top = lua_gettop(L);
+    int future = top + 1;
+    lua_pushinteger(L, (lua_Integer)ev->id); /* as push_op_id made the key */
+    lua_rawget(L, 2);
+    if (lua_type(L, future) != LUA_TTABLE)
+        goto not_plain;
+    lua_pushliteral(L, "done");
+    lua_rawget(L, future);
+    lua_pushliteral(L, "_complete");
+    lua_rawget(L, future);
+    lua_pushliteral(L, "_links");
+    lua_rawget(L, future);
+    if (lua_type(L, -3) != LUA_TBOOLEAN || lua_toboolean(L, -3) || !lua_isnil(L, -2) ||
+        !lua_isnil(L, -1))
+        goto not_plain;
+    lua_settop(L, future);
+    if (zkl_push_op_results(L, ev) < 2)
+        lua_settop(L, future + 2); /* the results it lacks are nil */
+    lua_pushliteral(L, "_second");
+    lua_insert(L, -2);
+    lua_rawset(L, future);
+    lua_pushliteral(L, "value");
+    lua_insert(L, -2);
+    lua_rawset(L, future);
+    lua_pushliteral(L, "done");
+    lua_pushboolean(L, 1);
+    lua_rawset(L, future);
+    lua_pushinteger(L, (lua_Integer)ev->id);
+    lua_pushnil(L);
+    lua_rawset(L, 2);
+    lua_settop(L, top);
+    return 1;
+not_plain:
+    lua_settop(L, top);
+    return 0;
+}
+
+/* drain(pending): handles the waiting events that are plain op completions (see
+ * settle_plain_op; pending maps op id -> future) without a trip through Lua per event, up to
+ * the first other event.  Returns how many it handled, then that event as next() returns it
+ * (nothing more when the queue is empty). */
+static int session_drain(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_settop(L, 2);
+    lua_Integer handled = 0;
+    zkl_event *ev;
+    while ((ev = zkl_session_next(s)) != NULL) {
+        if (!settle_plain_op(L, ev)) {
+            lua_pushinteger(L, handled);
+            int n = push_event(L, ev);
+            zkl_event_free(ev);
+            return 1 + n;
+        }
+        zkl_event_free(ev);
+        handled++;
+    }
+    lua_pushinteger(L, handled);
+    return 1;
+}
+
 /* await(id): op id's event as next() returns it, once it is the next deliverable event;
  * nothing when another event comes first or a wait slice passed (then use next()). */
 static int session_await(lua_State *L)
@@ -500,6 +573,7 @@ static const luaL_Reg session_methods[] = {
     {"fileno", session_fileno},
     {"wait", session_wait},
     {"next", session_next},
+    {"drain", session_drain},
     {"await", session_await},
     {"state", session_state},
     {"client_id", session_client_id},
