@@ -276,6 +276,24 @@ describe("crud", function()
       assert.are.equal(1, set:get().version)
     end)
 
+    it("read values of any size exactly, around the 64 KiB first read", function()
+      for _, size in ipairs({ 0, 1, 65535, 65536, 65537, 300000, 1024 * 1000 }) do
+        local value = string.rep("\0ab", math.floor(size / 3) + 1):sub(1, size)
+        local path = ROOT .. "/size-" .. size
+        zk:create(path, value)
+        local fired = false
+        local data, stat = zk:get(path, function() fired = true end)
+        assert.are.equal(size, #data, "size " .. size)
+        assert.is_true(data == value, "size " .. size)
+        assert.are.equal(size, stat.dataLength)
+        zk:set(path, "changed") -- the watch set by the first read fires, once
+        helpers.wait_until(function()
+          zk:dispatch(0)
+          return fired
+        end, 10, "the watch of the read of size " .. size)
+      end
+    end)
+
     it("give the same errors, paths and stats either way", function()
       zk:create(ROOT .. "/e", "x")
       local pending = zk:exists_async(ROOT .. "/e") -- in flight: the next calls queue

@@ -60,37 +60,65 @@ static void *watch_ctx(const zkl_event *op)
     return (void *)(uintptr_t)op->id;
 }
 
+/* The session's buffer for direct reads (FIRST_READ_BUFFER bytes, made on first use): a 64 KiB
+ * malloc and free for every read cost more than the rest of the call. */
+static char *read_buffer(zkl_session *s)
+{
+    if (!s->read_buffer)
+        s->read_buffer = malloc(FIRST_READ_BUFFER);
+    return s->read_buffer;
+}
+
+/* Copies len bytes (a null value: -1, reads as empty) into op->data. */
+static int keep_value(zkl_event *op, const char *value, int len)
+{
+    op->data_len = len < 0 ? 0 : len;
+    op->data = malloc((size_t)op->data_len + 1);
+    if (!op->data)
+        return ZSYSTEMERROR;
+    memcpy(op->data, value, (size_t)op->data_len);
+    op->data[op->data_len] = '\0';
+    return ZOK;
+}
+
 zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch)
 {
     zkl_event *op = direct_op(s, ZKL_OP_GET);
     if (!op)
         return NULL;
     op->watch_requested = watch != 0;
-    int capacity = FIRST_READ_BUFFER;
+    char *buffer = read_buffer(s);
+    if (!buffer)
+        return done(op, ZSYSTEMERROR);
+    int len = FIRST_READ_BUFFER;
+    int rc = zoo_wget(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
+                      buffer, &len, &op->stat);
+    op->watch_registered = op->watch_requested && rc == ZOK;
+    if (rc != ZOK)
+        return done(op, rc);
+    op->has_stat = 1;
+    if (op->stat.dataLength <= FIRST_READ_BUFFER)
+        return done(op, keep_value(op, buffer, len));
+    /* the value did not fit: ask again for exactly its size (the watch is set already) */
+    int capacity = op->stat.dataLength;
     for (;;) {
-        char *buffer = malloc((size_t)capacity + 1);
-        if (!buffer)
+        char *big = malloc((size_t)capacity + 1);
+        if (!big)
             return done(op, ZSYSTEMERROR);
-        int len = capacity;
-        int rc = zoo_wget(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
-                          buffer, &len, &op->stat);
-        if (rc == ZOK && op->stat.dataLength > capacity) {
-            /* the value did not fit (a watch set now is set already: ask again without) */
-            free(buffer);
+        len = capacity;
+        rc = zoo_get(s->zh, path, 0, big, &len, &op->stat);
+        if (rc == ZOK && op->stat.dataLength > capacity) { /* it grew meanwhile */
+            free(big);
             capacity = op->stat.dataLength;
-            op->watch_registered = op->watch_requested;
-            watch = 0;
             continue;
         }
         if (rc != ZOK) {
-            free(buffer);
+            free(big);
             return done(op, rc);
         }
-        op->has_stat = 1;
-        op->data = buffer;
-        op->data_len = len < 0 ? 0 : len; /* a null value reads as empty */
+        op->data = big;
+        op->data_len = len < 0 ? 0 : len;
         op->data[op->data_len] = '\0';
-        op->watch_registered = op->watch_requested;
         return done(op, ZOK);
     }
 }

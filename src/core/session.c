@@ -283,6 +283,7 @@ void zkl_session_free(zkl_session *s)
     free(s->listeners);
     zkl_watch_routes_free(&s->watch_routes);
     zkl_log_sink_destroy(&s->log);
+    free(s->read_buffer);
     free(s->hosts);
     free(s);
 }

@@ -63,6 +63,7 @@ struct zkl_session {
     zkl_auth *auths;
     int auth_count;
 
+    char *read_buffer;        /* direct reads' buffer (ops_now.c), made on first use */
     zkl_event *cork_head, *cork_tail; /* reads not sent yet, oldest first (ops.c) */
     int cork_count;
 
