@@ -128,6 +128,16 @@ describe("zklua --sandbox", function()
     end)
   end
 
+  it("leaves no server behind when the runner is killed outright (SIGKILL)", function()
+    local c, _, pid, dir = start("block")
+    c:signal("KILL") -- no finalizer runs: the harness's watchdog stops the server
+    assert.is_true(c:wait_exit(60))
+    helpers.eventually(function() return not child.alive(pid) end, 30, "the server to go")
+    helpers.eventually(function() return io.open(dir .. "/node1/zoo.cfg", "r") == nil end, 30,
+                       "its files to go")
+    assert.are.same({}, processes_mentioning(dir .. "/"))
+  end)
+
   it("stops the server even when SIGINT comes twice in a row", function()
     local c, _, pid, dir = start("block")
     local runner = c:program_pid()

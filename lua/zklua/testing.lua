@@ -13,6 +13,9 @@
 -- a short tickTime (200 ms: sessions may be as short as 0.4 s, so expiry tests are fast).
 -- A node is ready when `srvr` reports its mode.  Every process is stopped by its PID, never by
 -- name; a cluster left running is stopped when it is garbage collected or the Lua state closes.
+-- A process killed outright (SIGKILL: no finalizer runs) leaves nothing either: a watchdog
+-- shell per server checks every second that the process that started it lives, and once it
+-- is gone kills the server by its PID and removes its temp dir.
 local core = require "zklua.core"
 local blocking = require "zklua.handlers.blocking"
 
@@ -52,6 +55,26 @@ end
 
 local function pid_alive(pid)
   return run("kill -0 " .. pid .. " 2>/dev/null")
+end
+
+-- This process: the servers it starts must not outlive it.
+local OWNER_PID = assert(io.open("/proc/self/stat", "r"):read("*l"):match("^%d+"))
+
+-- Shell code that starts `command` in the background, prints its PID and leaves a watchdog
+-- behind: once this process is gone (and the server still runs) it kills the server by its PID
+-- and removes dir (unless ZKLUA_KEEP_SERVER_DIRS is set).  The watchdog gets the dir through
+-- its environment: no process but the server names the server's files on its command line.
+local WATCHDOG = -- a zombie (killed, not yet reaped by its parent) counts as gone
+  'alive() { s=$(cut -d")" -f2 "/proc/$1/stat" 2>/dev/null | cut -c2); ' ..
+  '[ -n "$s" ] && [ "$s" != Z ]; }; ' ..
+  'while alive "$0" && alive "$1"; do sleep 1; done; ' ..
+  'if ! alive "$0" && alive "$1"; then ' ..
+  'kill -9 "$1"; sleep 1; [ -n "$ZKLUA_WATCHDOG_DIR" ] && rm -rf "$ZKLUA_WATCHDOG_DIR"; fi'
+
+local function start_watched(command, dir)
+  local cleanup = os.getenv("ZKLUA_KEEP_SERVER_DIRS") and "" or dir
+  return command .. " & pid=$!; echo $pid; ZKLUA_WATCHDOG_DIR=" .. shell_quote(cleanup) ..
+    " sh -c " .. shell_quote(WATCHDOG) .. " " .. OWNER_PID .. " $pid </dev/null >/dev/null 2>&1 &"
 end
 
 --- Sleeps while running every client's event loop.
@@ -124,8 +147,8 @@ function Node:start(timeout)
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
     "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", JAVA_OPTS, props, CLASSPATH, MAIN,
     shell_quote(self.dir .. "/zoo.cfg"))
-  local out = read_command("sh -c " .. shell_quote("exec " .. cmd .. " >> " ..
-    shell_quote(self.dir .. "/server.log") .. " 2>&1 </dev/null & echo $!"))
+  local out = read_command("sh -c " .. shell_quote(start_watched("exec " .. cmd .. " >> " ..
+    shell_quote(self.dir .. "/server.log") .. " 2>&1 </dev/null", self.cluster.dir)))
   self.pid = tonumber(out:match("%d+"))
   assert(self.pid, "could not start java: " .. out)
   self.paused = false
