@@ -573,6 +573,11 @@ int zkl_session_negotiated_timeout(const zkl_session *s)
     return s->zh ? zoo_recv_timeout(s->zh) : 0;
 }
 
+void zkl_session_flush(zkl_session *s)
+{
+    zkl_ops_flush(s);
+}
+
 long zkl_session_pending_ops(zkl_session *s)
 {
     pthread_mutex_lock(&s->queue.mutex);

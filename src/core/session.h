@@ -57,6 +57,9 @@ int zkl_session_is_stopped(const zkl_session *s);
 int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /* -1 if none */
 int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
 long zkl_session_pending_ops(zkl_session *s);
+/* Sends the reads that wait in the session's cork (ops.c) now, instead of at the owner's next
+ * wait or dispatch: for a host that suspends the caller and dispatches later. */
+void zkl_session_flush(zkl_session *s);
 
 /* C code (recipes) hears every state event before it is delivered; fn must not call Lua. */
 typedef void (*zkl_state_fn)(zkl_session *s, zkl_state state, void *ctx);

@@ -340,6 +340,12 @@ static int session_negotiated_timeout(lua_State *L)
     return 1;
 }
 
+static int session_flush(lua_State *L)
+{
+    zkl_session_flush(check_session(L));
+    return 0;
+}
+
 static int session_pending(lua_State *L)
 {
     lua_pushinteger(L, zkl_session_pending_ops(check_session(L)));
@@ -579,6 +585,7 @@ static const luaL_Reg session_methods[] = {
     {"client_id", session_client_id},
     {"negotiated_timeout", session_negotiated_timeout},
     {"pending", session_pending},
+    {"flush", session_flush},
     {"create", op_create},
     {"delete", op_delete},
     {"exists", op_exists},

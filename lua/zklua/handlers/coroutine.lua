@@ -101,6 +101,15 @@ function handlers.new(host)
     end
   end
 
+  -- Sends the reads the clients hold back until their next wait (src/core/ops.c, the cork):
+  -- a coroutine about to be suspended would otherwise wait for the poller's next round.
+  local function flush_all()
+    for client in pairs(clients) do
+      local session = client._session
+      if session then session:flush() end
+    end
+  end
+
   local function fds()
     local list = {}
     for client in pairs(clients) do
@@ -221,6 +230,7 @@ function handlers.new(host)
     if poller ~= nil and poller == coroutine.running() then
       poller = nil -- a callback run by the poller waits: polling goes on in a new coroutine
     end
+    flush_all()
     local waiter = { done = done, signal = host.new_signal(), woken = false }
     waiters[waiter] = true
     wake_ready() -- the caller may have changed what others wait for
