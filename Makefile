@@ -97,11 +97,11 @@ build/asan/zklua: $(SAN_OBJ)
 	ln -sfn ../../lua build/asan/lua
 
 # The whole spec suite with the C code under AddressSanitizer and UndefinedBehaviorSanitizer
-# (leaks included): any report aborts the run.
+# (leaks included): any report aborts the run.  The nginx spec runs the LuaJIT module: built too.
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
            LSAN_OPTIONS=suppressions=scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
            ZKLUA_SPEC_LUA=build/asan/zklua
-asan: deps all build/asan/zklua
+asan: deps all luajit build/asan/zklua
 	$(SAN_ENV) scripts/run-specs
 
 asan-quick: all build/asan/zklua
