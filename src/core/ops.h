@@ -9,9 +9,11 @@
  * A watch, when asked for, fires at most once as a ZKL_EV_WATCH event carrying the op's id;
  * the op's event says whether the library registered it (watch_registered).
  * route: NULL delivers the op's event (and its watch's) from zkl_session_next(); a route sends
- * them to C instead (route.h).  A routed watch always gets exactly one call: its firing, or a
- * ZOO_NOTWATCHING_EVENT when it was not registered (also when the op could not be sent at all)
- * or its handle closed.  Only when out of memory does a watch op fail with ZSYSTEMERROR and an
+ * them to C instead (route.h).  Unrouted reads (exists, get, children) may wait in the
+ * session's cork and reach the library at the owner's next wait, delivery or other op (ops.c);
+ * the order of a session's ops is kept.  A routed watch always gets exactly one call: its
+ * firing, or a ZOO_NOTWATCHING_EVENT when it was not registered (also when the op could not be
+ * sent at all) or its handle closed.  Only when out of memory does a watch op fail with ZSYSTEMERROR and an
  * event whose watch_requested is 0: then no watch call comes.
  */
 #ifndef ZKL_OPS_H
