@@ -35,15 +35,7 @@ local function same_multiset(a, b)
   assert.are.same(helpers.sorted(a), helpers.sorted(b))
 end
 
--- Polls, without running the event loop, until session has no op in flight: the replies are
--- queued but not handled, so the next step has not been sent yet.
-local function replies_queued(session)
-  local deadline = core.monotonic() + 10
-  while session:pending() > 0 do
-    assert(core.monotonic() < deadline, "the replies did not come")
-    core.sleep(0.002)
-  end
-end
+local replies_queued = helpers.replies_queued
 
 describe("LockingQueue", function()
   local server, a, b, c, path

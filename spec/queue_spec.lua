@@ -185,11 +185,7 @@ describe("Queue", function()
       end
       -- the read's reply is in (queued, not handled yet): freeze the server before the delete
       -- (polled without running the event loop, which would handle it)
-      local deadline = core.monotonic() + 10
-      while zk._session:pending() > 0 do
-        assert.is_true(core.monotonic() < deadline, "the read's reply did not come")
-        core.sleep(0.002)
-      end
+      helpers.replies_queued(zk._session, 10, "the read's reply")
       node:pause()
       testing.wait_for(function() return ud:phase() ~= "getting" end, 60, "the get")
       node:resume()

@@ -394,11 +394,7 @@ describe("semaphore", function()
         drive_zk_until(function() return ud:step() == "wait" end) -- it counted: all taken
         c:delete_async(holder.create_path)                        -- the slot frees up
         drive_zk_until(function() return ud:step() == "count" end) -- it counts again
-        local deadline = core.monotonic() + 30
-        while zk._session:pending() > 0 do -- the count is answered, not yet handled
-          assert(core.monotonic() < deadline, "the count was not answered")
-          core.sleep(0.002)
-        end
+        helpers.replies_queued(zk._session, 30, "the count's answer") -- answered, not handled
         node:pause() -- the create goes out to a frozen server
       end)
       local ok, err = pcall(sem.acquire, sem, true, 60)

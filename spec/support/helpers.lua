@@ -105,6 +105,18 @@ function helpers.wait_until(pred, timeout, what)
   end
 end
 
+--- Polls, without running the event loop, until session (a client's _session) has no op in
+--- flight: the replies are queued but not handled, so a recipe's next step is not sent yet.
+function helpers.replies_queued(session, timeout, what)
+  local deadline = core.monotonic() + (timeout or 10)
+  while session:pending() > 0 do
+    if core.monotonic() > deadline then
+      error("timed out after " .. (timeout or 10) .. " s waiting for " .. (what or "the replies"), 2)
+    end
+    core.sleep(0.002)
+  end
+end
+
 --- testing.expire_session, retried: a single attempt often fails to expire the session (the
 --- client re-attaches to its session before the harness's second handle closes it), so each
 --- attempt gets a short timeout.
