@@ -420,18 +420,8 @@ function Allocator:stop()
     return true
   end
   self:_process()
-  local function done() return ud:phase() == "idle" or not client._session end
-  while not done() do
-    if client.state == "CONNECTED" then
-      client.handler.wait(function() return done() or client.state ~= "CONNECTED" end)
-    else
-      local limit = math.max(client:session_timeout(), client._timeout)
-      if not client.handler.wait(function() return done() or client.state == "CONNECTED" end,
-                                 limit) then
-        break -- finishes in the background once reconnected (or with the session)
-      end
-    end
-  end
+  -- false: finishes in the background once reconnected (or with the session)
+  client:_wait_while_reachable(function() return ud:phase() == "idle" end)
   self:_process()
   if ud:phase() == "idle" or not client._session then self:_unregister() end
   return true

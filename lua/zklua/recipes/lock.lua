@@ -162,19 +162,8 @@ end
 -- without a connection (by then the server has expired an ephemeral node, or the C lock
 -- deletes it as soon as it reconnects).
 local function wait_released(self)
-  local ud, client, handler = self._lock, self.client, self.client.handler
-  local function done() return ud:phase() ~= "releasing" end
-  while not done() do
-    if client.state == "CONNECTED" then
-      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
-    else
-      local limit = math.max(client:session_timeout(), client._timeout)
-      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
-        return false
-      end
-    end
-  end
-  return true
+  local ud = self._lock
+  return self.client:_wait_while_reachable(function() return ud:phase() ~= "releasing" end)
 end
 
 --- release() -> true if the lock was held.  Returns once its node is deleted; while

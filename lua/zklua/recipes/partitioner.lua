@@ -316,25 +316,6 @@ function SetPartitioner:_notified(code)
   end
 end
 
--- ---------------------------------------------------------------- waiting
-
--- Waits until done(); while disconnected, at most a session timeout (then false).
-local function wait_connected(self, done)
-  local client, handler = self.client, self.client.handler
-  while not done() do
-    if not client._session then return false end
-    if client.state == "CONNECTED" then
-      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
-    else
-      local limit = math.max(client:session_timeout(), client._timeout)
-      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
-        return false
-      end
-    end
-  end
-  return true
-end
-
 -- ---------------------------------------------------------------- kazoo's API
 
 --- Waits (running the event loop) until the state is no longer ALLOCATING, at most timeout
@@ -355,7 +336,7 @@ function SetPartitioner:release_set()
   local ud = self._ud
   if not self.client._session then return end
   ud:release_set()
-  if not wait_connected(self, function() return ud:state() ~= "RELEASE" end) then
+  if not self.client:_wait_while_reachable(function() return ud:state() ~= "RELEASE" end) then
     ud:release_in_background()
   end
 end
@@ -367,7 +348,7 @@ function SetPartitioner:finish()
   active[self] = nil
   if not self.client._session then return end
   ud:finish()
-  wait_connected(self, function() return not ud:busy() end)
+  self.client:_wait_while_reachable(function() return not ud:busy() end)
 end
 
 --- The items this member owns: while ACQUIRED, and in RELEASE until released (kazoo's

@@ -157,19 +157,8 @@ end
 -- without a connection (by then the server has expired the node, or the C semaphore deletes
 -- it as soon as it reconnects).
 local function wait_released(self)
-  local ud, client, handler = self._sem, self.client, self.client.handler
-  local function done() return ud:phase() ~= "releasing" end
-  while not done() do
-    if client.state == "CONNECTED" then
-      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
-    else
-      local limit = math.max(client:session_timeout(), client._timeout)
-      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
-        return false
-      end
-    end
-  end
-  return true
+  local ud = self._sem
+  return self.client:_wait_while_reachable(function() return ud:phase() ~= "releasing" end)
 end
 
 --- release() -> true if a lease was held.  Returns once the lease node is deleted (see the
