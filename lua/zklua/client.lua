@@ -417,27 +417,6 @@ function Client:_check_wait()
   if check_wait then check_wait() end
 end
 
---- Waits (the recipes' waits on their C state machines) until done(): while connected with no
--- limit, while disconnected at most a session timeout.  Returns true once done(), false when
--- the connection stayed down that long (the server has expired the session by then; the C
--- recipe finishes its work once reconnected) or the client is closed.
-function Client:_wait_while_reachable(done)
-  local handler = self.handler
-  local client = self
-  while not done() do
-    if not self._session then return false end
-    if self.state == "CONNECTED" then
-      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
-    else
-      local limit = math.max(self:session_timeout(), self._timeout)
-      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
-        return false
-      end
-    end
-  end
-  return true
-end
-
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
 -- or closed (recipes call it too).
 function Client:_usable_session(fname)

@@ -48,6 +48,7 @@ local check = require "zklua.check"
 local bounded = require "zklua.bounded"
 local paths = require "zklua.paths"
 local Retry = require "zklua.retry"
+local waits = require "zklua.recipes.waits"
 
 local recipes = {}
 
@@ -421,7 +422,7 @@ function Allocator:stop()
   end
   self:_process()
   -- false: finishes in the background once reconnected (or with the session)
-  client:_wait_while_reachable(function() return ud:phase() == "idle" end)
+  waits.while_reachable(client, function() return ud:phase() == "idle" end)
   self:_process()
   if ud:phase() == "idle" or not client._session then self:_unregister() end
   return true

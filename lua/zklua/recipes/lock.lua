@@ -57,6 +57,7 @@ function Lock.__tostring(self)
 end
 
 local join = require("zklua.paths").join
+local waits = require "zklua.recipes.waits"
 
 local function usable(client, fname)
   return client:_usable_session(fname)
@@ -83,30 +84,6 @@ local function new(class, kind, client, path, identifier)
   self.create_path = join(path, self.prefix)
   client:_add_notify_target(ud:id(), self)
   return self
-end
-
--- Waits until the C lock has decided (true), or the time is up (false).
-local function wait_decided(self, deadline)
-  local ud, client, handler = self._lock, self.client, self.client.handler
-  local function decided() return ud:phase() ~= "acquiring" end
-  while true do
-    local remaining = deadline and math.max(deadline - core.monotonic(), 0)
-    if handler.wait(decided, remaining) then return true end
-    if ud:checked() or client.state ~= "CONNECTED" then return false end
-    -- time is up before the first look at the contenders: let that round trip finish
-    handler.wait(function()
-      return decided() or ud:checked() or client.state ~= "CONNECTED"
-    end)
-  end
-end
-
--- Waits while an unsuccessful acquire deletes its node (kazoo's best-effort clean-up): done
--- when deleted, or at once when disconnected (the C lock finishes it after reconnecting).
-local function wait_cleanup(self)
-  local ud, client = self._lock, self.client
-  client.handler.wait(function()
-    return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
-  end)
 end
 
 local function timeout_error(self, timeout)
@@ -141,7 +118,7 @@ function Lock:acquire(blocking, timeout, ephemeral)
   if not started then
     errors.raise(errors.ConnectionClosedError, "acquire: cannot start (" .. why .. ")", self.path)
   end
-  local ok, decided = pcall(wait_decided, self, deadline)
+  local ok, decided = pcall(waits.until_decided, self.client, self._lock, deadline)
   if not ok then -- interrupted (an error in the wait): abandon the attempt in the background
     ud:give_up()
     error(decided, 0)
@@ -149,7 +126,7 @@ function Lock:acquire(blocking, timeout, ephemeral)
   if not decided then ud:give_up() end
   local outcome, rc = ud:outcome()
   if outcome == "got" then return true end
-  wait_cleanup(self)
+  waits.until_abandoned(self.client, self._lock)
   if outcome == "busy" or outcome == "cancelled" then return false end
   if outcome == "gave_up" then timeout_error(self, timeout) end
   if outcome == "pending" then -- the client was closed under the wait
@@ -158,12 +135,12 @@ function Lock:acquire(blocking, timeout, ephemeral)
   error(errors.from_code(rc, self.path), 0)
 end
 
--- Waits for the delete of a release: true once done; false after a whole session timeout
--- without a connection (by then the server has expired an ephemeral node, or the C lock
--- deletes it as soon as it reconnects).
+-- Waits for the delete of a release: false after a whole session timeout without a
+-- connection (by then the server has expired an ephemeral node, or the C lock deletes it as
+-- soon as it reconnects).
 local function wait_released(self)
   local ud = self._lock
-  return self.client:_wait_while_reachable(function() return ud:phase() ~= "releasing" end)
+  return waits.while_reachable(self.client, function() return ud:phase() ~= "releasing" end)
 end
 
 --- release() -> true if the lock was held.  Returns once its node is deleted; while

@@ -51,6 +51,7 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
+local waits = require "zklua.recipes.waits"
 
 local recipes = {}
 
@@ -336,7 +337,7 @@ function SetPartitioner:release_set()
   local ud = self._ud
   if not self.client._session then return end
   ud:release_set()
-  if not self.client:_wait_while_reachable(function() return ud:state() ~= "RELEASE" end) then
+  if not waits.while_reachable(self.client, function() return ud:state() ~= "RELEASE" end) then
     ud:release_in_background()
   end
 end
@@ -348,7 +349,7 @@ function SetPartitioner:finish()
   active[self] = nil
   if not self.client._session then return end
   ud:finish()
-  self.client:_wait_while_reachable(function() return not ud:busy() end)
+  waits.while_reachable(self.client, function() return not ud:busy() end)
 end
 
 --- The items this member owns: while ACQUIRED, and in RELEASE until released (kazoo's

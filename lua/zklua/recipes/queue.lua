@@ -53,6 +53,7 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
+local waits = require "zklua.recipes.waits"
 
 local recipes = {}
 
@@ -239,10 +240,7 @@ end
 -- A clean-up (dropping the claim of a get that gave up) is waited for while connected; once
 -- disconnected it goes on in the background (or the claim goes with the session).
 local function wait_cleanup(self)
-  local ud, client = self._lq, self.client
-  client.handler.wait(function()
-    return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
-  end)
+  waits.until_abandoned(self.client, self._lq)
 end
 
 -- An operation interrupted earlier (an error raised in its wait) finishes first.

@@ -35,6 +35,7 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
+local waits = require "zklua.recipes.waits"
 
 local recipes = {}
 
@@ -67,30 +68,6 @@ local function pack(...)
 end
 
 local unpack = table.unpack or unpack -- luacheck: ignore
-
--- Waits until the C semaphore has decided (true), or the time is up (false).
-local function wait_decided(self, deadline)
-  local ud, client, handler = self._sem, self.client, self.client.handler
-  local function decided() return ud:phase() ~= "acquiring" end
-  while true do
-    local remaining = deadline and math.max(deadline - core.monotonic(), 0)
-    if handler.wait(decided, remaining) then return true end
-    if ud:checked() or client.state ~= "CONNECTED" then return false end
-    -- time is up before the first look: let that round trip finish
-    handler.wait(function()
-      return decided() or ud:checked() or client.state ~= "CONNECTED"
-    end)
-  end
-end
-
--- Waits while an unsuccessful acquire deletes its lease node and lets go of the internal
--- lock: done, or at once when disconnected (the C semaphore finishes after reconnecting).
-local function wait_cleanup(self)
-  local ud, client = self._sem, self.client
-  client.handler.wait(function()
-    return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
-  end)
-end
 
 local function timeout_error(self, timeout)
   errors.raise(errors.LockTimeout, string.format(
@@ -140,7 +117,7 @@ function Semaphore:acquire(blocking, timeout)
   if not started then
     errors.raise(errors.ConnectionClosedError, "acquire: cannot start (" .. why .. ")", self.path)
   end
-  local ok, decided = pcall(wait_decided, self, deadline)
+  local ok, decided = pcall(waits.until_decided, self.client, self._sem, deadline)
   if not ok then -- interrupted (an error in the wait): abandon the attempt in the background
     ud:give_up()
     error(decided, 0)
@@ -148,17 +125,17 @@ function Semaphore:acquire(blocking, timeout)
   if not decided then ud:give_up() end
   local outcome, rc, stored = ud:outcome()
   if outcome == "got" then return true end
-  wait_cleanup(self)
+  waits.until_abandoned(self.client, self._sem)
   if outcome == "busy" then return false end
   raise_outcome(self, outcome, rc, stored, timeout)
 end
 
--- Waits for the delete of a release: true once done; false after a whole session timeout
--- without a connection (by then the server has expired the node, or the C semaphore deletes
--- it as soon as it reconnects).
+-- Waits for the delete of a release: false after a whole session timeout without a
+-- connection (by then the server has expired the node, or the C semaphore deletes it as soon
+-- as it reconnects).
 local function wait_released(self)
   local ud = self._sem
-  return self.client:_wait_while_reachable(function() return ud:phase() ~= "releasing" end)
+  return waits.while_reachable(self.client, function() return ud:phase() ~= "releasing" end)
 end
 
 --- release() -> true if a lease was held.  Returns once the lease node is deleted (see the
