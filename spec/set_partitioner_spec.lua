@@ -68,9 +68,9 @@ end
 
 -- ---------------------------------------------------------------- member processes' logs
 
--- Reads the logs of members = { {kid =, name =, ended = T or nil}, ... }: returns item ->
--- ownership intervals { member, token, start, stop (nil: still owned) }.  A member that
--- ended (killed) without letting go stops owning at `ended`.
+-- Reads the logs of members = { {kid =, name =, ended = T or nil, expired = bool}, ... }:
+-- returns item -> ownership intervals { member, token, start, stop (nil: still owned),
+-- expired }.  A member that ended (killed) without letting go stops owning at `ended`.
 local function intervals(members)
   local per_item = {}
   local function add(item, iv)
@@ -82,7 +82,8 @@ local function intervals(members)
     for line in m.kid:stdout():gmatch("[^\n]+") do
       local item, token, t = line:match("^own (%S+) (%S+) (%S+)$")
       if item then
-        open[item] = { member = m.name, token = tonumber(token), start = tonumber(t) }
+        open[item] = { member = m.name, token = tonumber(token), start = tonumber(t),
+                       expired = m.expired }
       end
       local dropped, dt = line:match("^drop (%S+) (%S+)$")
       if dropped and open[dropped] then
@@ -99,7 +100,10 @@ local function intervals(members)
   return per_item
 end
 
--- No item was owned by two members at once; each new owner had a larger fencing token.
+-- No item was owned by two members at once; each new owner had a larger fencing token.  The
+-- one overlap kazoo's SetPartitioner has too: a member whose session the test expired learns
+-- it only when it reconnects, while the others may already own its items; such a member must
+-- still let go (stop), and the fencing tokens must still grow.
 local function assert_never_shared(members)
   for item, list in pairs(intervals(members)) do
     table.sort(list, function(a, b) return a.start < b.start end)
@@ -107,8 +111,9 @@ local function assert_never_shared(members)
       local a, b = list[i - 1], list[i]
       assert(a.stop, string.format("%s: %s still owned it when %s took it at %.3f", item,
              a.member, b.member, b.start))
-      assert(a.stop <= b.start, string.format("%s: owned by %s until %.3f and by %s from %.3f",
-             item, a.member, a.stop, b.member, b.start))
+      assert(a.expired or a.stop <= b.start, string.format(
+             "%s: owned by %s until %.3f and by %s from %.3f", item, a.member, a.stop, b.member,
+             b.start))
       assert(b.token > a.token, string.format("%s: fencing token %s of %s is not above %s of %s",
              item, tostring(b.token), b.member, tostring(a.token), a.member))
     end
@@ -559,6 +564,7 @@ describe("SetPartitioner", function()
       assert.are.same({}, owned_by(owners, "p3"))
       -- session expiry: the member sees FAILURE, the others re-cover
       local v = members[4]
+      v.expired = true
       local id, hex = v.kid:stdout():match("^ready %d+ (%S+) (%x+)")
       local passwd = hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
       local failed = false
