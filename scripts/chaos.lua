@@ -78,9 +78,32 @@ local function kill_one()
   spawn()
 end
 
+-- Writes a command to a worker's control node: false when the node is gone (it is
+-- ephemeral: the worker's session expired, by expire_one or on its own on a slow machine,
+-- sessions being 2 s); the worker then counts as expired.
+local function command(kid, text)
+  local ok, err = pcall(admin.set, admin, PATH .. "-ctl/" .. kid.ident, text)
+  if ok then return true end
+  if not zklua.errors.is(err, zklua.errors.NoNodeError) then error(err, 0) end
+  kid.expired = true
+  return false
+end
+
+-- The indexes in live of the workers whose session never expired.
+local function unexpired()
+  local indexes = {}
+  for i, k in ipairs(live) do
+    if not k.expired then indexes[#indexes + 1] = i end
+  end
+  return indexes
+end
+
 local function leave_one()
-  local kid = take(math.random(#live))
-  admin:set(PATH .. "-ctl/" .. kid.ident, "stop")
+  local candidates = unexpired()
+  if #candidates == 0 then return end
+  local index = candidates[math.random(#candidates)]
+  if not command(live[index], "stop") then return end
+  local kid = take(index)
   kid:wait_exit(WAIT)
   faults.leave = faults.leave + 1
   spawn()
@@ -113,20 +136,18 @@ end
 -- Changes the set through a worker's control node (one whose session never expired: the
 -- node goes with the session).
 local function change_set()
-  local candidates = {}
-  for _, k in ipairs(live) do
-    if not k.expired then candidates[#candidates + 1] = k end
-  end
+  local candidates = unexpired()
   if #candidates == 0 then return end
-  local kid = candidates[math.random(#candidates)]
+  local kid = live[candidates[math.random(#candidates)]]
   if math.random(2) == 1 or #items < ITEMS / 2 then
+    local item = string.format("q%03d", next_item + 1)
+    if not command(kid, "add " .. item) then return end
     next_item = next_item + 1
-    local item = string.format("q%03d", next_item)
     items[#items + 1] = item
-    admin:set(PATH .. "-ctl/" .. kid.ident, "add " .. item)
   else
-    local item = table.remove(items, math.random(#items))
-    admin:set(PATH .. "-ctl/" .. kid.ident, "remove " .. item)
+    local index = math.random(#items)
+    if not command(kid, "remove " .. items[index]) then return end
+    table.remove(items, index)
   end
   faults.set = faults.set + 1
 end
