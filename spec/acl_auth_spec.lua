@@ -91,6 +91,18 @@ describe("ACLs and auth on a server", function()
   end
 
   describe("get_acls and set_acls", function()
+    it("a node created without an acl (and no default_acl) is open to the world", function()
+      zk:create(ROOT .. "/sync", "")
+      zk:create_async(ROOT .. "/async", ""):get(10)
+      zk:create(ROOT .. "/deep/er", "", { makepath = true })
+      local t = zk:transaction()
+      t:create(ROOT .. "/txn", "")
+      t:commit()
+      for _, name in ipairs({ "sync", "async", "deep", "deep/er", "txn" }) do
+        assert.are.same(security.OPEN_ACL_UNSAFE, (zk:get_acls(ROOT .. "/" .. name)), name)
+      end
+    end)
+
     it("get_acls returns the ACL list and the stat", function()
       local acl = { security.make_acl("world", "anyone", { read = true, create = true }),
                     security.make_digest_acl("user", "pw", { all = true }) }

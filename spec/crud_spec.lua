@@ -480,6 +480,50 @@ describe("crud", function()
       assert.is_nil(stat.owner_session_id)
     end)
 
+    it("is kazoo's ZnodeStat: its values in kazoo's order, readable by position", function()
+      zk:create(ROOT .. "/st", "abc")
+      zk:create(ROOT .. "/st/c", "")
+      local _, stat = zk:get(ROOT .. "/st")
+      -- kazoo.protocol.states.ZnodeStat._fields
+      local order = { "czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
+                      "ephemeralOwner", "dataLength", "numChildren", "pzxid" }
+      for i, name in ipairs(order) do assert.are.equal(stat[name], stat[i], name) end
+      assert.is_nil(stat[12])
+      assert.are.equal(3, stat[9])
+      assert.are.equal(1, stat[10])
+      assert.are.equal("ZnodeStat", getmetatable(stat).__name)
+      -- printed as kazoo prints it
+      assert.matches("^ZnodeStat%(czxid=%d+, mzxid=%d+, ctime=%d+, mtime=%d+, version=0, " ..
+                     "cversion=1, aversion=0, ephemeralOwner=0, dataLength=3, " ..
+                     "numChildren=1, pzxid=%d+%)$", tostring(stat))
+    end)
+
+    it("asdict() gives every name as a plain table; pairs walks names under Lua 5.4", function()
+      zk:create(ROOT .. "/st", "abcd", { ephemeral = true })
+      local stat = zk:exists(ROOT .. "/st")
+      local dict = stat:asdict()
+      assert.is_nil(getmetatable(dict))
+      local names = { "czxid", "mzxid", "ctime", "mtime", "version", "cversion", "aversion",
+                      "ephemeralOwner", "dataLength", "numChildren", "pzxid",
+                      "creation_transaction_id", "last_modified_transaction_id", "created",
+                      "last_modified", "acl_version", "children_version", "data_length",
+                      "children_count", "owner_session_id" }
+      local count = 0
+      for _ in pairs(dict) do count = count + 1 end
+      assert.are.equal(#names, count)
+      for _, name in ipairs(names) do assert.are.equal(stat[name], dict[name], name) end
+      assert.are.equal(4, dict.data_length)
+      assert.are.equal(zk:client_id(), dict.owner_session_id)
+      local walked = {}
+      for k, v in pairs(stat) do walked[k] = v end
+      if helpers.LUAJIT then
+        -- LuaJIT has no __pairs: pairs sees the table itself, its positions
+        for i = 1, 11 do assert.are.equal(stat[i], walked[i]) end
+      else
+        assert.are.same(dict, walked)
+      end
+    end)
+
     it("owner_session_id is the owning session's hex id for an ephemeral node", function()
       zk:create(ROOT .. "/eph", "", { ephemeral = true })
       local stat = zk:exists(ROOT .. "/eph")

@@ -22,23 +22,33 @@ local function shown(value)
 end
 
 -- Paths found valid lately: scripts use the same few paths over and over, and a table lookup
--- costs a fraction of checking a path's characters again.  Emptied when it grows big.
-local valid_paths, valid_count = {}, 0
-local VALID_PATHS_MAX = 4096
+-- costs a fraction of checking a path's characters again.  check.known_paths is that table
+-- (path -> true), so a hot call may look its path up before calling check.path at all.
+-- Emptied in place when it grows big.
+local known_paths, known_count = {}, 0
+local KNOWN_PATHS_MAX = 4096
+check.known_paths = known_paths
 
---- A ZooKeeper path; sequential creates may end with '/'.
-function check.path(fname, path, argument, sequential)
-  if valid_paths[path] then return path end -- also valid as a sequential prefix
+local function remember(path)
+  if known_count >= KNOWN_PATHS_MAX then
+    for known in pairs(known_paths) do known_paths[known] = nil end
+    known_count = 0
+  end
+  known_paths[path], known_count = true, known_count + 1
+end
+
+--- A ZooKeeper path; sequential creates may end with '/'.  A path that passes is remembered
+-- (in known_paths) unless it is a sequential prefix or `once` is true: a create's path is
+-- new every time, and remembering each costs more than checking it.
+function check.path(fname, path, argument, sequential, once)
+  if known_paths[path] then return path end -- also valid as a sequential prefix
   argument = argument or "path"
   if type(path) ~= "string" then
     fail(fname, argument, argument .. " must be a string (got " .. type(path) .. ")")
   end
   local problem = core.path_problem(path, sequential)
   if problem then fail(fname, argument, argument .. " " .. problem .. " (got " .. shown(path) .. ")") end
-  if not sequential then
-    if valid_count >= VALID_PATHS_MAX then valid_paths, valid_count = {}, 0 end
-    valid_paths[path], valid_count = true, valid_count + 1
-  end
+  if not (sequential or once) then remember(path) end
   return path
 end
 

@@ -24,7 +24,6 @@ local check = require "zklua.check"
 local paths = require "zklua.paths"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
-local security = require "zklua.security"
 local blocking = require "zklua.handlers.blocking"
 
 local Client = {}
@@ -122,7 +121,7 @@ function Client.new(arg)
     connected = false,
     handler = handler,
     _timeout = timeout,
-    _default_acl = opts.default_acl or security.OPEN_ACL_UNSAFE,
+    _default_acl = opts.default_acl, -- nil: ZooKeeper's open ACL, which the C core needs no table for
     _logger = logger,
     _log_level = log_level,
     _pending = {},   -- op id -> future
@@ -396,10 +395,11 @@ end
 -- waits alone under the blocking handler the op runs directly in the C core when it can
 -- (now = a session:X_now method, see zkl_op_get_now: the library's own synchronous call, one
 -- thread hop fewer than an async op); otherwise it is submitted (submit = session:X) and
--- waited for.  now and submit take the same arguments (...).
-function Client:_call(session, now, submit, path, watch, ...)
+-- waited for.  now and submit take the same arguments (a to e: fixed, not
+-- varargs, as this runs for every sync op).
+function Client:_call(session, now, submit, path, watch, a, b, c, d, e)
   if self.handler == blocking and blocking.alone(self) then
-    local kind, id, rc, watch_dropped, r1, r2 = now(session, ...)
+    local kind, id, rc, watch_dropped, r1, r2 = now(session, a, b, c, d, e)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
       if watch and not watch_dropped then self._watchers[id] = watch end
@@ -407,7 +407,7 @@ function Client:_call(session, now, submit, path, watch, ...)
     end
   end
   self:_check_wait()
-  return self:_sync(session, submit(session, ...), path, watch)
+  return self:_sync(session, submit(session, a, b, c, d, e), path, watch)
 end
 
 --- Raises WouldBlockError when the client's handler (a coroutine handler) cannot wait where
@@ -436,6 +436,10 @@ function Client:_track(id, path, watch)
 end
 
 local parent_of = paths.parent
+local known_paths = check.known_paths
+-- Room for a value and its path in one request (check.value's limit): a string within it
+-- needs no check.value call.
+local VALUE_ROOM = core.max_packet - 128
 
 --- Resolves target as source resolved.
 local function settle_from(source, target)
@@ -480,18 +484,25 @@ function Client:create_async(path, value, opts)
 end
 
 function Client:create(path, value, opts)
-  if opts ~= nil and (type(opts) ~= "table" or opts.makepath) then
-    self:_check_wait()
-    return self:_result(self:create_async(path, value, opts))
+  local acl, flags, include_data = self._default_acl, 0, nil
+  if opts ~= nil then -- without options (the common case) there is nothing more to check
+    if type(opts) ~= "table" or opts.makepath then
+      self:_check_wait()
+      return self:_result(self:create_async(path, value, opts))
+    end
+    check.options("create", opts, CREATE_OPTIONS)
+    if opts.acl then acl = check.acls("create", opts.acl) end
+    flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
+    include_data = opts.include_data
   end
-  opts = check.options("create", opts, CREATE_OPTIONS)
-  check.path("create", path, "path", opts.sequence)
-  value = check.value("create", value, path)
-  local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
-  local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
-  local session = self:_usable_session("create")
+  check.path("create", path, "path", flags >= FLAG_SEQUENCE, true)
+  if type(value) ~= "string" or #value + #path > VALUE_ROOM then
+    value = check.value("create", value, path)
+  end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("create") end
   return self:_call(session, session.create_now, session.create, path, nil,
-                    path, value, acl, flags, opts.include_data)
+                    path, value, acl, flags, include_data)
 end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
@@ -530,25 +541,28 @@ function Client:exists_async(path, watch)
 end
 
 function Client:exists(path, watch)
-  check.path("exists", path)
-  check.watch("exists", watch)
-  local session = self:_usable_session("exists")
+  if not known_paths[path] then check.path("exists", path) end
+  if watch ~= nil then check.watch("exists", watch) end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("exists") end
   return (self:_call(session, session.exists_now, session.exists, path, watch, path,
                      watch ~= nil))
 end
 
 --- get_async(path, watch) -> future of data, stat
 function Client:get_async(path, watch)
-  check.path("get", path)
-  check.watch("get", watch)
-  local session = self:_usable_session("get")
+  if not known_paths[path] then check.path("get", path) end
+  if watch ~= nil then check.watch("get", watch) end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("get") end
   return self:_track(session:get(path, watch ~= nil), path, watch)
 end
 
 function Client:get(path, watch)
-  check.path("get", path)
-  check.watch("get", watch)
-  local session = self:_usable_session("get")
+  if not known_paths[path] then check.path("get", path) end
+  if watch ~= nil then check.watch("get", watch) end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("get") end
   return self:_call(session, session.get_now, session.get, path, watch, path, watch ~= nil)
 end
 
@@ -568,10 +582,13 @@ function Client:get_children_async(path, watch, include_data)
 end
 
 function Client:get_children(path, watch, include_data)
-  check.path("get_children", path)
-  check.watch("get_children", watch)
-  include_data = check.flag("get_children", include_data, "include_data")
-  local session = self:_usable_session("get_children")
+  if not known_paths[path] then check.path("get_children", path) end
+  if watch ~= nil then check.watch("get_children", watch) end
+  if include_data ~= nil then
+    include_data = check.flag("get_children", include_data, "include_data")
+  end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("get_children") end
   local children, stat = self:_call(session, session.children_now, session.children, path,
                                     watch, path, watch ~= nil)
   if include_data then return children, stat end
@@ -588,10 +605,13 @@ function Client:set_async(path, value, version)
 end
 
 function Client:set(path, value, version)
-  check.path("set", path)
-  value = check.value("set", value, path)
-  version = check.version("set", version)
-  local session = self:_usable_session("set")
+  if not known_paths[path] then check.path("set", path) end
+  if type(value) ~= "string" or #value + #path > VALUE_ROOM then
+    value = check.value("set", value, path)
+  end
+  if version ~= nil then version = check.version("set", version) else version = -1 end
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("set") end
   return (self:_call(session, session.set_now, session.set, path, nil, path, value, version))
 end
 

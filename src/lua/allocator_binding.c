@@ -66,9 +66,7 @@ static int allocator_new(lua_State *L)
     if (!(weight > 0) || !isfinite(weight))
         return luaL_argerror(L, 4, "weight must be a finite number > 0");
     int rejoin = lua_toboolean(L, 5);
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 6))
-        acl = zkl_check_acl_list(L, 6, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 6, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &ALLOCATOR_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &ALLOCATOR_TYPE, box,
                               zkl_allocator_new(*slot, path, identifier, weight, rejoin, acl),

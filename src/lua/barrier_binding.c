@@ -43,9 +43,7 @@ static int barrier_new(lua_State *L)
     const char *data = luaL_optlstring(L, 4, "", &len);
     if (len > 0x7fffffff)
         return luaL_argerror(L, 4, "identifier too large");
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 5))
-        acl = zkl_check_acl_list(L, 5, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &BARRIER_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &BARRIER_TYPE, box,
                               zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl), slot);

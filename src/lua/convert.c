@@ -66,61 +66,85 @@ void zkl_register_int64(lua_State *L)
 #endif
 
 /*
- * Stats are built by a small Lua constructor: a table constructor with constant keys costs a
- * fraction of eleven lua_setfield calls from C, and a stat comes with every read.  kazoo's
- * names are read through the metatable; owner_session_id is set here, as an exact hex string.
+ * A stat is kazoo's ZnodeStat, a namedtuple: its eleven values in the array part, in kazoo's
+ * order (stat[1] is czxid ... stat[11] pzxid), every name read through the metatable:
+ * ZooKeeper's (czxid, version, ...) and kazoo's (acl_version, created, ...).  An array of
+ * eleven costs half of a table of eleven named fields to build, and a stat comes with every
+ * read, wanted or not; a name costs a metamethod call when read.  owner_session_id, the only
+ * field that is not a number, is a plain field, set when the node is ephemeral.
  */
-static const char STAT_CONSTRUCTOR[] =
-    "local aliases = {\n"
-    "  creation_transaction_id = 'czxid', last_modified_transaction_id = 'mzxid',\n"
-    "  acl_version = 'aversion', children_version = 'cversion',\n"
-    "  data_length = 'dataLength', children_count = 'numChildren',\n"
-    "}\n"
+static const char STAT_METATABLE[] =
+    "local fields = { 'czxid', 'mzxid', 'ctime', 'mtime', 'version', 'cversion', 'aversion',\n"
+    "  'ephemeralOwner', 'dataLength', 'numChildren', 'pzxid' }\n"
+    "local position = { creation_transaction_id = 1, last_modified_transaction_id = 2,\n"
+    "  children_version = 6, acl_version = 7, data_length = 9, children_count = 10 }\n"
+    "for i, name in ipairs(fields) do position[name] = i end\n"
+    "local rawget, format, concat = rawget, string.format, table.concat\n"
     "local mt = { __name = 'ZnodeStat' }\n"
-    "function mt.__index(stat, key)\n"
-    "  local field = aliases[key]\n"
-    "  if field then return stat[field] end\n"
-    "  if key == 'created' then return stat.ctime / 1000 end\n"
-    "  if key == 'last_modified' then return stat.mtime / 1000 end\n"
+    "local function asdict(stat)\n"
+    "  local t = { owner_session_id = rawget(stat, 'owner_session_id'),\n"
+    "    created = stat[3] / 1000, last_modified = stat[4] / 1000 }\n"
+    "  for name, i in pairs(position) do t[name] = stat[i] end\n"
+    "  return t\n"
     "end\n"
-    "local setmetatable = setmetatable\n"
-    "return function(czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion,\n"
-    "                ephemeralOwner, dataLength, numChildren, owner_session_id)\n"
-    "  return setmetatable({ czxid = czxid, mzxid = mzxid, pzxid = pzxid, ctime = ctime,\n"
-    "    mtime = mtime, version = version, cversion = cversion, aversion = aversion,\n"
-    "    ephemeralOwner = ephemeralOwner, dataLength = dataLength, numChildren = numChildren,\n"
-    "    owner_session_id = owner_session_id }, mt)\n"
-    "end\n";
+    "function mt.__index(stat, key)\n"
+    "  local i = position[key]\n"
+    "  if i then return rawget(stat, i) end\n"
+    "  if key == 'created' then return stat[3] / 1000 end\n"
+    "  if key == 'last_modified' then return stat[4] / 1000 end\n"
+    "  if key == 'asdict' then return asdict end\n"
+    "end\n"
+    "function mt.__pairs(stat)\n" /* Lua 5.4 (LuaJIT ignores __pairs): the names */
+    "  return next, asdict(stat), nil\n"
+    "end\n"
+    "function mt.__tostring(stat)\n"
+    "  local parts = {}\n"
+    "  for i, name in ipairs(fields) do parts[i] = name .. '=' .. tostring(stat[i]) end\n"
+    "  return 'ZnodeStat(' .. concat(parts, ', ') .. ')'\n"
+    "end\n"
+    "return mt\n";
 
-/* The constructor lives in each Lua state's registry under this address. */
-static const char stat_constructor_key = 0;
+/* The metatable lives in each Lua state's registry under this address. */
+static const char stat_metatable_key = 0;
 
 void zkl_push_stat(lua_State *L, const struct Stat *st)
 {
-    lua_pushlightuserdata(L, (void *)&stat_constructor_key);
-    lua_rawget(L, LUA_REGISTRYINDEX);
+    lua_createtable(L, 11, st->ephemeralOwner != 0);
     zkl_push_int64(L, st->czxid);
+    lua_rawseti(L, -2, 1);
     zkl_push_int64(L, st->mzxid);
-    zkl_push_int64(L, st->pzxid);
+    lua_rawseti(L, -2, 2);
     zkl_push_int64(L, st->ctime);
+    lua_rawseti(L, -2, 3);
     zkl_push_int64(L, st->mtime);
+    lua_rawseti(L, -2, 4);
     lua_pushinteger(L, st->version);
+    lua_rawseti(L, -2, 5);
     lua_pushinteger(L, st->cversion);
+    lua_rawseti(L, -2, 6);
     lua_pushinteger(L, st->aversion);
+    lua_rawseti(L, -2, 7);
     zkl_push_int64(L, st->ephemeralOwner);
+    lua_rawseti(L, -2, 8);
     lua_pushinteger(L, st->dataLength);
+    lua_rawseti(L, -2, 9);
     lua_pushinteger(L, st->numChildren);
-    if (st->ephemeralOwner != 0)
+    lua_rawseti(L, -2, 10);
+    zkl_push_int64(L, st->pzxid);
+    lua_rawseti(L, -2, 11);
+    if (st->ephemeralOwner != 0) {
         zkl_push_session_id(L, st->ephemeralOwner); /* exact even where numbers are doubles */
-    else
-        lua_pushnil(L);
-    lua_call(L, 12, 1);
+        lua_setfield(L, -2, "owner_session_id");
+    }
+    lua_pushlightuserdata(L, (void *)&stat_metatable_key);
+    lua_rawget(L, LUA_REGISTRYINDEX);
+    lua_setmetatable(L, -2);
 }
 
-void zkl_register_stat_constructor(lua_State *L)
+void zkl_register_stat_metatable(lua_State *L)
 {
-    lua_pushlightuserdata(L, (void *)&stat_constructor_key);
-    if (luaL_loadbuffer(L, STAT_CONSTRUCTOR, sizeof STAT_CONSTRUCTOR - 1, "=zklua.stat") != 0)
+    lua_pushlightuserdata(L, (void *)&stat_metatable_key);
+    if (luaL_loadbuffer(L, STAT_METATABLE, sizeof STAT_METATABLE - 1, "=zklua.stat") != 0)
         lua_error(L);
     lua_call(L, 0, 1);
     lua_rawset(L, LUA_REGISTRYINDEX);
@@ -179,6 +203,13 @@ struct ACL_vector *zkl_check_acl_list(lua_State *L, int idx, const char *what)
         lua_pop(L, 1);
     }
     return v;
+}
+
+struct ACL_vector *zkl_opt_acl_list(lua_State *L, int idx, const char *what)
+{
+    if (lua_isnoneornil(L, idx))
+        return &ZOO_OPEN_ACL_UNSAFE;
+    return zkl_check_acl_list(L, idx, what);
 }
 
 static void push_strings(lua_State *L, char **strings, int count)

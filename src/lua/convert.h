@@ -7,14 +7,19 @@
 #include "../core/event.h"
 #include "compat.h"
 
-/* Pushes a stat table: ZooKeeper's field names, plus kazoo's through its metatable. */
+/* Pushes a stat: kazoo's ZnodeStat, its eleven values in kazoo's order, every name (ZooKeeper's
+ * and kazoo's) read through its metatable (see convert.c). */
 void zkl_push_stat(lua_State *L, const struct Stat *stat);
-/* Builds the stat constructor in this Lua state; call once when the module opens. */
-void zkl_register_stat_constructor(lua_State *L);
+/* Builds the stat metatable in this Lua state; call once when the module opens. */
+void zkl_register_stat_metatable(lua_State *L);
 
 /* Reads a list of ACL tables at idx into a vector whose memory belongs to the Lua stack
  * (a userdata pushed on top) and to the ACL tables' strings.  Raises on a malformed entry. */
 struct ACL_vector *zkl_check_acl_list(lua_State *L, int idx, const char *what);
+
+/* An optional ACL list: nil (or none) is ZooKeeper's open ACL, as kazoo's default_acl=None,
+ * and costs nothing to convert; anything else goes through zkl_check_acl_list. */
+struct ACL_vector *zkl_opt_acl_list(lua_State *L, int idx, const char *what);
 
 /* Pushes the values an op event resolves to; returns how many. */
 int zkl_push_op_results(lua_State *L, const zkl_event *ev);

@@ -53,9 +53,7 @@ static int lease_new(lua_State *L)
     lua_Number duration = luaL_checknumber(L, 4);
     if (!isfinite(duration) || duration < 0)
         return luaL_argerror(L, 4, "duration must be a finite number >= 0");
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 5))
-        acl = zkl_check_acl_list(L, 5, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &LEASE_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &LEASE_TYPE, box,
                               zkl_lease_new(*slot, path, identity, (int)len, duration, acl),

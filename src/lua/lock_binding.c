@@ -46,9 +46,7 @@ static int lock_new(lua_State *L)
     static const char *const kinds[] = {"exclusive", "shared", NULL};
     zkl_lock_kind kind = luaL_checkoption(L, 4, "exclusive", kinds) == 1 ? ZKL_LOCK_SHARED
                                                                          : ZKL_LOCK_EXCLUSIVE;
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 5))
-        acl = zkl_check_acl_list(L, 5, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &LOCK_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &LOCK_TYPE, box,
                               zkl_lock_new(*slot, path, data, (int)len, kind, acl), slot);

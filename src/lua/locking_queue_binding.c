@@ -44,9 +44,7 @@ static int lq_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 3))
-        acl = zkl_check_acl_list(L, 3, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 3, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &LQ_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &LQ_TYPE, box, zkl_locking_queue_new(*slot, path, acl), slot);
 }

@@ -177,7 +177,7 @@ int luaopen_zklua_core(lua_State *L)
     lua_newtable(L);
     luaL_setfuncs(L, core_functions, 0);
     zkl_register_int64(L);
-    zkl_register_stat_constructor(L);
+    zkl_register_stat_metatable(L);
     zkl_register_session(L);
     zkl_register_lock(L);
     zkl_register_counter(L);

@@ -37,9 +37,7 @@ static int party_new(lua_State *L)
         return luaL_argerror(L, 3, "identifier too large");
     static const char *const kinds[] = {"party", "shallow", NULL};
     int kind = luaL_checkoption(L, 4, "party", kinds);
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 5))
-        acl = zkl_check_acl_list(L, 5, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &PARTY_TYPE, sizeof *box);
     return zkl_recipe_box_set(
         L, &PARTY_TYPE, box,

@@ -50,9 +50,7 @@ static int sem_new(lua_State *L)
     lua_Integer max = luaL_checkinteger(L, 4);
     if (max < 1 || max > 0x7fffffff)
         return luaL_argerror(L, 4, "max_leases must be from 1 to 2147483647");
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 5))
-        acl = zkl_check_acl_list(L, 5, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &SEMAPHORE_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &SEMAPHORE_TYPE, box,
                               zkl_semaphore_new(*slot, path, data, (int)len, (int)max, acl),

@@ -360,7 +360,7 @@ static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat)
     const char *path = luaL_checkstring(L, 2);
     int len;
     const char *value = check_value(L, 3, &len);
-    struct ACL_vector *acl = zkl_check_acl_list(L, 4, "acl");
+    struct ACL_vector *acl = zkl_opt_acl_list(L, 4, "acl");
     int flags = optional_int(L, 5, 0);
     return push_op_id(L, zkl_op_create(s, path, value, len, acl, flags, lua_toboolean(L, 6), NULL));
 }
@@ -441,7 +441,7 @@ static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, wa
     const char *path = luaL_checkstring(L, 2);
     int len;
     const char *value = check_value(L, 3, &len);
-    struct ACL_vector *acl = zkl_check_acl_list(L, 4, "acl");
+    struct ACL_vector *acl = zkl_opt_acl_list(L, 4, "acl");
     int flags = optional_int(L, 5, 0);
     return push_direct(L, zkl_op_create_now(s, path, value, len, acl, flags, lua_toboolean(L, 6)));
 }
@@ -509,10 +509,11 @@ static int add_multi_op(lua_State *L, zkl_multi *m, int op)
         return -2;
     int rc;
     if (strcmp(kind, "create") == 0) {
+        int top = lua_gettop(L);
         lua_getfield(L, op, "acl");
-        struct ACL_vector *acl = zkl_check_acl_list(L, -1, "acl");
+        struct ACL_vector *acl = zkl_opt_acl_list(L, -1, "acl"); /* a list pushes its vector */
         rc = zkl_multi_add_create(m, path, value, (int)len, acl, flags);
-        lua_pop(L, 2);
+        lua_settop(L, top);
     } else if (strcmp(kind, "delete") == 0) {
         rc = zkl_multi_add_delete(m, path, version);
     } else if (strcmp(kind, "set") == 0) {

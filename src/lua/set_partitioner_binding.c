@@ -64,9 +64,7 @@ static int sp_new(lua_State *L)
     if (len > 0x7fffffff)
         return luaL_argerror(L, 3, "identifier too large");
     zkl_sp_options o = {check_ms(L, 4), check_ms(L, 5)};
-    const struct ACL_vector *acl = NULL;
-    if (!lua_isnoneornil(L, 6))
-        acl = zkl_check_acl_list(L, 6, "acl");
+    const struct ACL_vector *acl = zkl_opt_acl_list(L, 6, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &SP_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &SP_TYPE, box,
                               zkl_sp_new(*slot, path, identifier, (int)len, &o, acl), slot);

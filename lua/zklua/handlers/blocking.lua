@@ -49,7 +49,7 @@ end
 
 --- Whether client is the only one attached (it may then wait on its own session alone).
 function blocking.alone(client)
-  return clients[client] ~= nil and #fds() == 1
+  return clients[client] ~= nil and #(fd_list or fds()) == 1
 end
 
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
