@@ -38,9 +38,8 @@ local function remember(path)
 end
 
 --- A ZooKeeper path; sequential creates may end with '/'.  A path that passes is remembered
--- (in known_paths) unless it is a sequential prefix or `once` is true: a create's path is
--- new every time, and remembering each costs more than checking it.
-function check.path(fname, path, argument, sequential, once)
+-- (in known_paths) unless it is a sequential prefix.
+function check.path(fname, path, argument, sequential)
   if known_paths[path] then return path end -- also valid as a sequential prefix
   argument = argument or "path"
   if type(path) ~= "string" then
@@ -48,7 +47,7 @@ function check.path(fname, path, argument, sequential, once)
   end
   local problem = core.path_problem(path, sequential)
   if problem then fail(fname, argument, argument .. " " .. problem .. " (got " .. shown(path) .. ")") end
-  if not (sequential or once) then remember(path) end
+  if not sequential then remember(path) end
   return path
 end
 

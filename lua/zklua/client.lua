@@ -437,6 +437,7 @@ end
 
 local parent_of = paths.parent
 local known_paths = check.known_paths
+local path_problem = core.path_problem
 -- Room for a value and its path in one request (check.value's limit): a string within it
 -- needs no check.value call.
 local VALUE_ROOM = core.max_packet - 128
@@ -495,7 +496,11 @@ function Client:create(path, value, opts)
     flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
     include_data = opts.include_data
   end
-  check.path("create", path, "path", flags >= FLAG_SEQUENCE, true)
+  -- a create's path is new every time: ask the C check directly, check.path explains
+  local sequential = flags >= FLAG_SEQUENCE
+  if type(path) ~= "string" or path_problem(path, sequential) then
+    check.path("create", path, "path", sequential)
+  end
   if type(value) ~= "string" or #value + #path > VALUE_ROOM then
     value = check.value("create", value, path)
   end

@@ -31,11 +31,10 @@ void zkl_multi_free(zkl_multi *m)
     free(m);
 }
 
-void zkl_event_free(zkl_event *ev)
+void zkl_event_clear(zkl_event *ev)
 {
-    if (!ev)
-        return;
-    free(ev->data);
+    if (!ev->data_borrowed)
+        free(ev->data);
     free(ev->path);
     if (ev->strings) {
         for (int i = 0; i < ev->string_count; i++)
@@ -50,6 +49,14 @@ void zkl_event_free(zkl_event *ev)
         free(ev->acls);
     }
     zkl_multi_free(ev->multi);
+    memset(ev, 0, sizeof *ev);
+}
+
+void zkl_event_free(zkl_event *ev)
+{
+    if (!ev)
+        return;
+    zkl_event_clear(ev);
     free(ev);
 }
 

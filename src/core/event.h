@@ -91,6 +91,7 @@ typedef struct zkl_event {
     int watch_registered;/* ... and the library registered it (it will fire or be dropped) */
     char *data;          /* get: value; create/sync: path */
     int data_len;
+    int data_borrowed;   /* data is not the event's to free (a direct read's session buffer) */
     int has_stat;
     struct Stat stat;
     char **strings;      /* children */
@@ -113,6 +114,8 @@ typedef struct zkl_event {
     zkl_client_state client_state;
 } zkl_event;
 
+/* Frees what the event holds, then (zkl_event_free) the event itself. */
+void zkl_event_clear(zkl_event *ev);
 void zkl_event_free(zkl_event *ev);
 
 zkl_multi *zkl_multi_new(void);

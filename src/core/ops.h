@@ -40,19 +40,21 @@ uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, i
 
 /*
  * Direct ops (ops_now.c): the same ops run synchronously on the calling (owner) thread, for a
- * caller that would only wait for the result anyway.  Each returns the op's completed event,
- * filled as its async completion would be, which never goes through the queue (free it with
- * zkl_event_free), or NULL when the op cannot run directly now — the session is not CONNECTED,
- * an event waits to be delivered, or an async op is in flight — and must be submitted the
- * async way.  A watch set by one fires later as a ZKL_EV_WATCH event with the op's id.
+ * caller that would only wait for the result anyway.  Each fills the caller's event *op (on
+ * its stack, say) as the op's async completion would, and returns 1; the event never goes
+ * through the queue, and the caller releases what it holds with zkl_event_clear before the
+ * session's next direct op (a get's value may lie in the session's read buffer).  Each returns
+ * 0, touching nothing, when the op cannot run directly now — the session is not CONNECTED, an
+ * event waits to be delivered, or an async op is in flight — and must be submitted the async
+ * way.  A watch set by one fires later as a ZKL_EV_WATCH event with the op's id.
  */
-zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch);
-zkl_event *zkl_op_exists_now(zkl_session *s, const char *path, int watch);
-zkl_event *zkl_op_children_now(zkl_session *s, const char *path, int watch);
-zkl_event *zkl_op_create_now(zkl_session *s, const char *path, const char *value, int len,
-                             const struct ACL_vector *acl, int flags, int want_stat);
-zkl_event *zkl_op_set_now(zkl_session *s, const char *path, const char *value, int len,
-                          int version);
-zkl_event *zkl_op_delete_now(zkl_session *s, const char *path, int version);
+int zkl_op_get_now(zkl_session *s, zkl_event *op, const char *path, int watch);
+int zkl_op_exists_now(zkl_session *s, zkl_event *op, const char *path, int watch);
+int zkl_op_children_now(zkl_session *s, zkl_event *op, const char *path, int watch);
+int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const char *value,
+                      int len, const struct ACL_vector *acl, int flags, int want_stat);
+int zkl_op_set_now(zkl_session *s, zkl_event *op, const char *path, const char *value, int len,
+                   int version);
+int zkl_op_delete_now(zkl_session *s, zkl_event *op, const char *path, int version);
 
 #endif

@@ -11,9 +11,11 @@
  * A direct op runs only when nothing can be reordered by it: the session is CONNECTED, no event
  * waits to be delivered, no async op is in flight (their completions would otherwise reach
  * the caller after a later op's result) and no watch is out (its event could reach the caller
- * after the reply of a read that already sees the change: ZooKeeper promises the opposite).  Otherwise it returns NULL and the caller submits the
- * op the async way.  Watches set here are ordinary ones: they fire as ZKL_EV_WATCH events with
- * the op's id.  The result is an op event that never went through the queue; the caller frees it.
+ * after the reply of a read that already sees the change: ZooKeeper promises the opposite).
+ * Otherwise it returns 0 and the caller submits the op the async way.  Watches set here are
+ * ordinary ones: they fire as ZKL_EV_WATCH events with the op's id.  The result fills the
+ * caller's event, which never goes through the queue: no allocation for the event, and a get's
+ * value stays in the session's read buffer until the caller has used it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,33 +28,31 @@ enum {
     SEQUENCE_SUFFIX = 16           /* room for a sequential node's 10 digits */
 };
 
-/* A fresh op event for a direct call, or NULL when the op must go the async way. */
-static zkl_event *direct_op(zkl_session *s, zkl_op_type type)
+/* Whether the op may run directly now; if so, makes *op a fresh op event for it. */
+static int direct_op(zkl_session *s, zkl_event *op, zkl_op_type type)
 {
     if (!s->zh || s->state != ZKL_CONNECTED || s->held || s->watches_out > 0 ||
         !zkl_queue_is_idle(&s->queue))
-        return NULL;
-    zkl_event *op = calloc(1, sizeof *op);
-    if (!op)
-        return NULL;
+        return 0;
+    memset(op, 0, sizeof *op);
     op->kind = ZKL_EV_OP;
     op->op = type;
     op->id = ++s->next_op_id;
     op->session = s;
     op->generation = s->generation;
-    return op;
+    return 1;
 }
 
 /* The library reports ZCLOSING for what it drops while closing: say why it was closed.  A
  * watch registered here is counted as the queue's ops' are (session.c, count_watches). */
-static zkl_event *done(zkl_event *op, int rc)
+static int done(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
     op->rc = rc;
     if (op->watch_registered)
         op->session->watches_out++;
-    return op;
+    return 1;
 }
 
 static void *watch_ctx(const zkl_event *op)
@@ -69,23 +69,10 @@ static char *read_buffer(zkl_session *s)
     return s->read_buffer;
 }
 
-/* Copies len bytes (a null value: -1, reads as empty) into op->data. */
-static int keep_value(zkl_event *op, const char *value, int len)
+int zkl_op_get_now(zkl_session *s, zkl_event *op, const char *path, int watch)
 {
-    op->data_len = len < 0 ? 0 : len;
-    op->data = malloc((size_t)op->data_len + 1);
-    if (!op->data)
-        return ZSYSTEMERROR;
-    memcpy(op->data, value, (size_t)op->data_len);
-    op->data[op->data_len] = '\0';
-    return ZOK;
-}
-
-zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch)
-{
-    zkl_event *op = direct_op(s, ZKL_OP_GET);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_GET))
+        return 0;
     op->watch_requested = watch != 0;
     char *buffer = read_buffer(s);
     if (!buffer)
@@ -97,8 +84,12 @@ zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch)
     if (rc != ZOK)
         return done(op, rc);
     op->has_stat = 1;
-    if (op->stat.dataLength <= FIRST_READ_BUFFER)
-        return done(op, keep_value(op, buffer, len));
+    if (op->stat.dataLength <= FIRST_READ_BUFFER) {
+        op->data = buffer; /* read from there before the session's next direct op */
+        op->data_borrowed = 1;
+        op->data_len = len < 0 ? 0 : len; /* a null value (-1) reads as empty */
+        return done(op, ZOK);
+    }
     /* the value did not fit: ask again for exactly its size (the watch is set already) */
     int capacity = op->stat.dataLength;
     for (;;) {
@@ -123,11 +114,10 @@ zkl_event *zkl_op_get_now(zkl_session *s, const char *path, int watch)
     }
 }
 
-zkl_event *zkl_op_exists_now(zkl_session *s, const char *path, int watch)
+int zkl_op_exists_now(zkl_session *s, zkl_event *op, const char *path, int watch)
 {
-    zkl_event *op = direct_op(s, ZKL_OP_EXISTS);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_EXISTS))
+        return 0;
     op->watch_requested = watch != 0;
     int rc = zoo_wexists(s->zh, path, watch ? zkl_on_watch : NULL, watch ? watch_ctx(op) : NULL,
                          &op->stat);
@@ -137,11 +127,10 @@ zkl_event *zkl_op_exists_now(zkl_session *s, const char *path, int watch)
     return done(op, rc);
 }
 
-zkl_event *zkl_op_children_now(zkl_session *s, const char *path, int watch)
+int zkl_op_children_now(zkl_session *s, zkl_event *op, const char *path, int watch)
 {
-    zkl_event *op = direct_op(s, ZKL_OP_CHILDREN);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_CHILDREN))
+        return 0;
     op->watch_requested = watch != 0;
     struct String_vector children = {0, NULL};
     int rc = zoo_wget_children2(s->zh, path, watch ? zkl_on_watch : NULL,
@@ -156,12 +145,11 @@ zkl_event *zkl_op_children_now(zkl_session *s, const char *path, int watch)
     return done(op, rc);
 }
 
-zkl_event *zkl_op_create_now(zkl_session *s, const char *path, const char *value, int len,
-                             const struct ACL_vector *acl, int flags, int want_stat)
+int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const char *value,
+                      int len, const struct ACL_vector *acl, int flags, int want_stat)
 {
-    zkl_event *op = direct_op(s, ZKL_OP_CREATE);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_CREATE))
+        return 0;
     int capacity = (int)strlen(path) + SEQUENCE_SUFFIX;
     op->data = malloc((size_t)capacity + 1);
     if (!op->data)
@@ -174,21 +162,19 @@ zkl_event *zkl_op_create_now(zkl_session *s, const char *path, const char *value
     return done(op, rc);
 }
 
-zkl_event *zkl_op_set_now(zkl_session *s, const char *path, const char *value, int len,
-                          int version)
+int zkl_op_set_now(zkl_session *s, zkl_event *op, const char *path, const char *value, int len,
+                   int version)
 {
-    zkl_event *op = direct_op(s, ZKL_OP_SET);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_SET))
+        return 0;
     int rc = zoo_set2(s->zh, path, value ? value : "", len, version, &op->stat);
     op->has_stat = rc == ZOK;
     return done(op, rc);
 }
 
-zkl_event *zkl_op_delete_now(zkl_session *s, const char *path, int version)
+int zkl_op_delete_now(zkl_session *s, zkl_event *op, const char *path, int version)
 {
-    zkl_event *op = direct_op(s, ZKL_OP_DELETE);
-    if (!op)
-        return NULL;
+    if (!direct_op(s, op, ZKL_OP_DELETE))
+        return 0;
     return done(op, zoo_delete(s->zh, path, version));
 }

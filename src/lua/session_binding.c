@@ -405,12 +405,14 @@ static int op_set(lua_State *L) /* set(path, value, version) */
 /* ---- direct ops (ops.h): each returns what next() returns for the op's event, or nothing
  * when the op cannot run directly now (then submit it the usual way) ---- */
 
-static int push_direct(lua_State *L, zkl_event *ev)
+/* What a direct op returns to Lua: its event as next() returns it, or nothing when it did
+ * not run (ran = 0: submit it instead). */
+static int push_direct(lua_State *L, zkl_event *ev, int ran)
 {
-    if (!ev)
+    if (!ran)
         return 0;
     int n = push_event(L, ev);
-    zkl_event_free(ev);
+    zkl_event_clear(ev);
     return n;
 }
 
@@ -418,21 +420,24 @@ static int op_get_now(lua_State *L) /* get_now(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_direct(L, zkl_op_get_now(s, path, lua_toboolean(L, 3)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_get_now(s, &ev, path, lua_toboolean(L, 3)));
 }
 
 static int op_exists_now(lua_State *L) /* exists_now(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_direct(L, zkl_op_exists_now(s, path, lua_toboolean(L, 3)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_exists_now(s, &ev, path, lua_toboolean(L, 3)));
 }
 
 static int op_children_now(lua_State *L) /* children_now(path, watch) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_direct(L, zkl_op_children_now(s, path, lua_toboolean(L, 3)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_children_now(s, &ev, path, lua_toboolean(L, 3)));
 }
 
 static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, want_stat) */
@@ -443,7 +448,9 @@ static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, wa
     const char *value = check_value(L, 3, &len);
     struct ACL_vector *acl = zkl_opt_acl_list(L, 4, "acl");
     int flags = optional_int(L, 5, 0);
-    return push_direct(L, zkl_op_create_now(s, path, value, len, acl, flags, lua_toboolean(L, 6)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_create_now(s, &ev, path, value, len, acl, flags,
+                                                 lua_toboolean(L, 6)));
 }
 
 static int op_set_now(lua_State *L) /* set_now(path, value, version) */
@@ -452,14 +459,16 @@ static int op_set_now(lua_State *L) /* set_now(path, value, version) */
     const char *path = luaL_checkstring(L, 2);
     int len;
     const char *value = check_value(L, 3, &len);
-    return push_direct(L, zkl_op_set_now(s, path, value, len, optional_int(L, 4, -1)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_set_now(s, &ev, path, value, len, optional_int(L, 4, -1)));
 }
 
 static int op_delete_now(lua_State *L) /* delete_now(path, version) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
-    return push_direct(L, zkl_op_delete_now(s, path, optional_int(L, 3, -1)));
+    zkl_event ev;
+    return push_direct(L, &ev, zkl_op_delete_now(s, &ev, path, optional_int(L, 3, -1)));
 }
 
 static int op_get_acl(lua_State *L) /* get_acl(path) */
