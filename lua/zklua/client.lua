@@ -121,7 +121,8 @@ function Client.new(arg)
     connected = false,
     handler = handler,
     _timeout = timeout,
-    _default_acl = opts.default_acl, -- nil: ZooKeeper's open ACL, which the C core needs no table for
+    _default_acl = opts.default_acl, -- nil: ZooKeeper's open ACL (no table for C to convert)
+    _waits_alone = false, -- set by the blocking handler (zklua.handlers.blocking)
     _logger = logger,
     _log_level = log_level,
     _pending = {},   -- op id -> future
@@ -357,7 +358,7 @@ end
 -- the handler waits, running every client's events.  Either way the queue is left empty.
 function Client:_result(future)
   local session = self._session
-  if future.done or not session or self.handler ~= blocking or not blocking.alone(self) then
+  if future.done or not session or not self._waits_alone then
     return future:get()
   end
   local kind, a, b, c, d, e
@@ -380,7 +381,7 @@ end
 -- soon as another event must be handled first (a watch, a state change, a signal's wake-up)
 -- the op becomes a tracked future like any other and _result waits for it.
 function Client:_sync(session, id, path, watch)
-  if self.handler == blocking and blocking.alone(self) then
+  if self._waits_alone then
     local kind, _, rc, watch_dropped, r1, r2 = session:await(id)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
@@ -398,7 +399,7 @@ end
 -- waited for.  now and submit take the same arguments (a to e: fixed, not
 -- varargs, as this runs for every sync op).
 function Client:_call(session, now, submit, path, watch, a, b, c, d, e)
-  if self.handler == blocking and blocking.alone(self) then
+  if self._waits_alone then
     local kind, id, rc, watch_dropped, r1, r2 = now(session, a, b, c, d, e)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end

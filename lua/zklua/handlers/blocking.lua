@@ -13,14 +13,27 @@ local POLL_SLICE = 0.2 -- seconds
 local clients = setmetatable({}, { __mode = "k" }) -- attached client -> true
 local fd_list = nil -- the attached clients' fds, rebuilt after attach/detach
 
+-- The client attached alone carries client._waits_alone = true: its sync ops may wait on its
+-- own session (Client:_call), and a field read per op costs less than asking here.  Set anew
+-- on every attach and detach; a client collected without close() leaves the flag false on the
+-- one left, which is only slower.
+local function mark_lone_client()
+  local first = next(clients)
+  local lone = first ~= nil and next(clients, first) == nil and first or nil
+  for client in pairs(clients) do client._waits_alone = client == lone end
+end
+
 function blocking.attach(client)
   clients[client] = true
   fd_list = nil
+  mark_lone_client()
 end
 
 function blocking.detach(client)
   clients[client] = nil
+  client._waits_alone = false
   fd_list = nil
+  mark_lone_client()
 end
 
 --- Runs every attached client's pending events; returns how many were handled.
@@ -45,11 +58,6 @@ end
 
 local function only_client()
   return next(clients)
-end
-
---- Whether client is the only one attached (it may then wait on its own session alone).
-function blocking.alone(client)
-  return clients[client] ~= nil and #(fd_list or fds()) == 1
 end
 
 --- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
