@@ -337,6 +337,27 @@ describe("async operations", function()
       for i = 1, 10 do assert.are.equal("old", (reads[i]:get(10))) end
     end)
 
+    it("go out a cork-full at a time while the script never waits", function()
+      zk:create(ROOT .. "/x", "v")
+      local core = require "zklua.core"
+      local node = server:node(1)
+      local function received() -- requests the server has read, from its srvr report
+        local report = core.four_letter("127.0.0.1", node.port, "srvr", 2)
+        return tonumber(report and report:match("Received: (%d+)"))
+      end
+      local before = received()
+      local futures = {}
+      for i = 1, 3000 do futures[i] = zk:get_async(ROOT .. "/x") end -- the cork holds 1024
+      local deadline = core.monotonic() + 10
+      while received() - before < 2048 and core.monotonic() < deadline do
+        core.sleep(0.05) -- sleeps without dispatching: nothing here sends the cork
+      end
+      assert.is_true(received() - before >= 2048, "sent without a wait: " ..
+                     tostring(received() - before))
+      assert.is_false(futures[3000]:ready())
+      for i = 1, 3000 do assert.are.equal("v", (futures[i]:get(10))) end
+    end)
+
     it("make the fd readable, so an event loop polling it completes them", function()
       zk:create(ROOT .. "/x", "v")
       local core = require "zklua.core"

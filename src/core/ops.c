@@ -25,7 +25,11 @@
 
 #include "session_private.h"
 
-enum { CORK_MAX = 128 }; /* reads gathered before they are sent anyway */
+/* Reads gathered before they are sent anyway.  A bigger burst wakes the I/O thread fewer times
+ * per read: 20000 pipelined gets took ~24 us of client CPU per read (median of 8 runs) with
+ * 128, ~21.5 with 1024 or 4096, about what raw C takes.  Held reads cost no latency that
+ * matters: any wait sends them. */
+enum { CORK_MAX = 1024 };
 
 static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
