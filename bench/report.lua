@@ -30,8 +30,12 @@ return function(info)
       "client on that library. **zklua (Lua 5.4)** is `./zklua`; **zklua (LuaJIT)** the same " ..
       "scripts under `luajit` with build/luajit/zklua/core.so (`make luajit`), worker " ..
       "processes included. **kazoo** is Debian's python3-kazoo under /usr/bin/python3.",
-      "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's: " ..
-      "above 1 is better for ops/s and cycles/s, below 1 is better for CPU, ms and MiB.",
+      "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's, " ..
+      "round by round (both ran back to back in it), and give the median of those ratios: " ..
+      "the speed of a shared machine drifts between rounds, and pairing cancels the drift, so " ..
+      "a ratio may differ a little from the quotient of the two medians shown. Above 1 is " ..
+      "better for ops/s and cycles/s, below 1 is better for CPU, ms and MiB. Targets relative " ..
+      "to another client are judged on these ratios.",
       "- **target** is the issue's target and whether the Lua 5.4 column meets it (and the " ..
       "LuaJIT column, when it differs). No target: the issues set none for that row.",
       "- An empty cell: that client has no such workload (raw C has no recipes; kazoo has no " ..

@@ -438,6 +438,7 @@ end
 
 local parent_of = paths.parent
 local known_paths = check.known_paths
+local S = core.session_methods -- held here: looked up through a session per call costs more
 local path_problem = core.path_problem
 -- Room for a value and its path in one request (check.value's limit): a string within it
 -- needs no check.value call.
@@ -507,7 +508,7 @@ function Client:create(path, value, opts)
   end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("create") end
-  return self:_call(session, session.create_now, session.create, path, nil,
+  return self:_call(session, S.create_now, S.create, path, nil,
                     path, value, acl, flags, include_data)
 end
 
@@ -551,7 +552,7 @@ function Client:exists(path, watch)
   if watch ~= nil then check.watch("exists", watch) end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("exists") end
-  return (self:_call(session, session.exists_now, session.exists, path, watch, path,
+  return (self:_call(session, S.exists_now, S.exists, path, watch, path,
                      watch ~= nil))
 end
 
@@ -569,7 +570,7 @@ function Client:get(path, watch)
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("get") end
-  return self:_call(session, session.get_now, session.get, path, watch, path, watch ~= nil)
+  return self:_call(session, S.get_now, S.get, path, watch, path, watch ~= nil)
 end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
@@ -595,7 +596,7 @@ function Client:get_children(path, watch, include_data)
   end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("get_children") end
-  local children, stat = self:_call(session, session.children_now, session.children, path,
+  local children, stat = self:_call(session, S.children_now, S.children, path,
                                     watch, path, watch ~= nil)
   if include_data then return children, stat end
   return children
@@ -618,7 +619,7 @@ function Client:set(path, value, version)
   if version ~= nil then version = check.version("set", version) else version = -1 end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("set") end
-  return (self:_call(session, session.set_now, session.set, path, nil, path, value, version))
+  return (self:_call(session, S.set_now, S.set, path, nil, path, value, version))
 end
 
 --- delete_async(path, version) -> future of true
@@ -656,7 +657,7 @@ function Client:delete(path, version, recursive)
     check.path("delete", path)
     version = check.version("delete", version)
     local session = self:_usable_session("delete")
-    return (self:_call(session, session.delete_now, session.delete, path, nil, path, version))
+    return (self:_call(session, S.delete_now, S.delete, path, nil, path, version))
   end
   check.path("delete", path)
   check.version("delete", version)

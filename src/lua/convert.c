@@ -3,17 +3,28 @@
  */
 #include "convert.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <zookeeper/proto.h>
 
+/* By hand, not snprintf: every ephemeral node's stat carries one, and snprintf's format
+ * machinery cost more than the rest of the stat. */
 void zkl_push_session_id(lua_State *L, int64_t id)
 {
-    char buf[24];
-    snprintf(buf, sizeof buf, "0x%" PRIx64, (uint64_t)id);
-    lua_pushstring(L, buf);
+    static const char digits[] = "0123456789abcdef";
+    char buf[2 + 16];
+    uint64_t v = (uint64_t)id;
+    int n = 0;
+    do {
+        n++;
+        v >>= 4;
+    } while (v);
+    buf[0] = '0';
+    buf[1] = 'x';
+    v = (uint64_t)id;
+    for (int i = n - 1; i >= 0; i--, v >>= 4)
+        buf[2 + i] = digits[v & 0xf];
+    lua_pushlstring(L, buf, (size_t)(2 + n));
 }
 
 #if LUA_VERSION_NUM >= 503

@@ -625,6 +625,10 @@ void zkl_register_session(lua_State *L)
         lua_pushcfunction(L, session_gc);
         lua_setfield(L, -2, "__gc");
     }
+    /* core.session_methods: the methods themselves, so hot Lua code can hold them in locals
+     * rather than look each up through the userdata's metatable on every call */
+    lua_getfield(L, -1, "__index");
+    lua_setfield(L, -3, "session_methods");
     lua_pop(L, 1);
     if (luaL_newmetatable(L, MULTI_HOLDER_METATABLE)) {
         lua_pushcfunction(L, multi_holder_gc);
