@@ -17,6 +17,7 @@ Needs Debian's python3-kazoo, so run it with the system interpreter:
   /usr/bin/python3 bench/kazoo_bench.py HOSTS [N_ASYNC=20000] [N_SYNC_GET=2000] [N_SYNC_CREATE=2000]
 """
 
+import gc
 import os
 import resource
 import sys
@@ -54,10 +55,13 @@ def process_cpu_seconds():
 
 
 def measured(workload, ops, run):
-    """Runs run() and prints its RESULT line."""
+    """Runs run() and prints its RESULT line.  A full collection ends the measurement, as in
+    zklua_bench.lua: each workload pays for its own garbage (most of kazoo's is freed at once
+    by reference counting; the collector finds the cycles)."""
     cpu_start = process_cpu_seconds()
     wall_start = time.perf_counter()
     run()
+    gc.collect()
     wall = time.perf_counter() - wall_start
     cpu = process_cpu_seconds() - cpu_start
     print(f"RESULT {workload} ops={ops} seconds={wall:.6f} "

@@ -49,7 +49,9 @@ return function(info)
       string.format("- **Client operations** (bench/raw_c.c, bench/zklua_bench.lua, " ..
         "bench/kazoo_bench.py): %d pipelined async gets of a 64-byte node (all submitted, " ..
         "then every result awaited), %d sync gets, %d sync creates of 16-byte persistent " ..
-        "nodes; ops/s over wall time, and client CPU per op.", n.async, n.sync_get,
+        "nodes; ops/s over wall time, and client CPU per op. zklua and kazoo end each " ..
+        "workload's measurement with a full garbage collection, so each pays for its own " ..
+        "garbage (not the next workload).", n.async, n.sync_get,
         n.sync_create),
       string.format("- **Lock** (bench/lock_bench.lua, bench/kazoo_lock_bench.py): %d " ..
         "uncontended acquire()+release() cycles of one Lock by one client; then %d worker " ..
