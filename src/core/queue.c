@@ -28,7 +28,7 @@ enum {
 
 int zkl_queue_init(zkl_queue *q)
 {
-    q->head = q->tail = q->pending = NULL;
+    q->head = q->tail = q->pending = q->taken = NULL;
     q->pending_count = 0;
     q->fd_armed = 0;
     q->owner_waiting = 0;
@@ -71,9 +71,10 @@ static void free_list(zkl_event *ev)
 
 void zkl_queue_destroy(zkl_queue *q)
 {
+    free_list(q->taken);
     free_list(q->head);
     free_list(q->pending);
-    q->head = q->tail = q->pending = NULL;
+    q->head = q->tail = q->pending = q->taken = NULL;
     close(q->fd);
     pthread_cond_destroy(&q->idle);
     pthread_cond_destroy(&q->ready);
@@ -188,26 +189,33 @@ void zkl_queue_poke(zkl_queue *q)
     pthread_mutex_unlock(&q->mutex);
 }
 
-zkl_event *zkl_queue_pop(zkl_queue *q)
+/* Takes every ready event into q->taken; with none, drains the fd (nothing is left to do). */
+static void take_ready(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
-    zkl_event *ev = q->head;
-    if (ev) {
-        q->head = ev->next;
-        if (q->head)
-            q->head->prev = NULL;
-        else
-            q->tail = NULL;
-        ev->next = ev->prev = NULL;
-        q->length--;
-    }
-    if (!q->head && q->fd_armed) {
+    q->taken = q->head;
+    q->head = q->tail = NULL;
+    q->length = 0;
+    if (!q->taken && q->fd_armed) {
         uint64_t count;
         ssize_t n = read(q->fd, &count, sizeof count);
         (void)n;
         q->fd_armed = 0;
     }
     pthread_mutex_unlock(&q->mutex);
+}
+
+zkl_event *zkl_queue_pop(zkl_queue *q)
+{
+    if (!q->taken)
+        take_ready(q);
+    zkl_event *ev = q->taken;
+    if (ev) {
+        q->taken = ev->next;
+        if (q->taken)
+            q->taken->prev = NULL;
+        ev->next = ev->prev = NULL;
+    }
     return ev;
 }
 
@@ -238,6 +246,8 @@ static struct timespec earlier(struct timespec a, struct timespec b)
 
 int zkl_queue_wait(zkl_queue *q, int timeout_ms)
 {
+    if (q->taken)
+        return 1;
     struct timespec deadline = deadline_after(timeout_ms < 0 ? 0 : timeout_ms);
     pthread_mutex_lock(&q->mutex);
     q->owner_waiting = 1;
@@ -268,7 +278,7 @@ int zkl_queue_wait(zkl_queue *q, int timeout_ms)
 int zkl_queue_is_idle(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
-    int idle = q->head == NULL && q->pending_count == 0;
+    int idle = q->taken == NULL && q->head == NULL && q->pending_count == 0;
     pthread_mutex_unlock(&q->mutex);
     return idle;
 }
@@ -276,7 +286,7 @@ int zkl_queue_is_idle(zkl_queue *q)
 int zkl_queue_is_empty(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
-    int empty = q->head == NULL;
+    int empty = q->taken == NULL && q->head == NULL;
     pthread_mutex_unlock(&q->mutex);
     return empty;
 }

@@ -7,7 +7,10 @@
  * event loop polling the eventfd, which is readable while events wait.  Events pushed while
  * the owner sat in zkl_queue_wait() wake it through the condition variable and leave the fd
  * alone, so after that wait the owner pops until the queue is empty before it polls the fd
- * again (zkl_session_next() until NULL; the Lua dispatch loop does).  Ops in flight sit on a pending list so that, once a zhandle
+ * again (zkl_session_next() until NULL; the Lua dispatch loop does).  The owner takes every
+ * ready event in one lock and pops the batch from its own list without locking, so library
+ * threads completing ops meanwhile rarely find the mutex held.  Ops in flight sit on a
+ * pending list so that, once a zhandle
  * is closed and its threads joined, every op the library dropped can be failed here: no op is
  * ever left without its completion event.
  */
@@ -21,6 +24,8 @@
 typedef struct zkl_queue {
     pthread_mutex_t mutex;
     zkl_event *head, *tail; /* ready to deliver, oldest first */
+    zkl_event *taken;       /* owner thread only, no lock: ready events taken from head, older
+                               than any there; the fd stays armed until both are empty */
     zkl_event *pending;     /* submitted ops awaiting their completion */
     long pending_count;
     pthread_cond_t idle;    /* signaled when pending_count drops to 0 */
