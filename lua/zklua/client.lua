@@ -455,7 +455,7 @@ end
 
 function Client:_submit_create(path, value, acl, flags, include_data)
   local session = self:_usable_session("create")
-  return self:_track(session:create(path, value, acl, flags, include_data), path)
+  return self:_track(S.create(session, path, value, acl, flags, include_data), path)
 end
 
 local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boolean",
@@ -544,7 +544,7 @@ function Client:exists_async(path, watch)
   check.path("exists", path)
   check.watch("exists", watch)
   local session = self:_usable_session("exists")
-  return self:_track(session:exists(path, watch ~= nil), path, watch)
+  return self:_track(S.exists(session, path, watch ~= nil), path, watch)
 end
 
 function Client:exists(path, watch)
@@ -562,7 +562,7 @@ function Client:get_async(path, watch)
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("get") end
-  return self:_track(session:get(path, watch ~= nil), path, watch)
+  return self:_track(S.get(session, path, watch ~= nil), path, watch)
 end
 
 function Client:get(path, watch)
@@ -579,7 +579,7 @@ function Client:get_children_async(path, watch, include_data)
   check.watch("get_children", watch)
   include_data = check.flag("get_children", include_data, "include_data")
   local session = self:_usable_session("get_children")
-  local future = self:_track(session:children(path, watch ~= nil), path, watch)
+  local future = self:_track(S.children(session, path, watch ~= nil), path, watch)
   if not include_data then
     future._complete = function(f, rc, children)
       if rc == 0 then f:set(children) else f:set_exception(errors.from_code(rc, path)) end
@@ -608,7 +608,7 @@ function Client:set_async(path, value, version)
   value = check.value("set", value, path)
   version = check.version("set", version)
   local session = self:_usable_session("set")
-  return self:_track(session:set(path, value, version), path)
+  return self:_track(S.set(session, path, value, version), path)
 end
 
 function Client:set(path, value, version)
@@ -627,7 +627,7 @@ function Client:delete_async(path, version)
   check.path("delete", path)
   version = check.version("delete", version)
   local session = self:_usable_session("delete")
-  return self:_track(session:delete(path, version), path)
+  return self:_track(S.delete(session, path, version), path)
 end
 
 local join = paths.join

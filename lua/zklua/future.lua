@@ -59,8 +59,12 @@ function Future:successful()
 end
 
 --- Waits at most timeout seconds (nil: no limit); true when resolved.
+-- (A timeout that passes is not handed to check.timeout: a call per get costs more than the
+-- test.  NaN fails timeout >= 0.)
 function Future:wait(timeout)
-  if timeout ~= nil then check.timeout("wait", timeout) end
+  if timeout ~= nil and not (type(timeout) == "number" and timeout >= 0) then
+    check.timeout("wait", timeout)
+  end
   if self.done then return true end
   local future = self
   return self._handler.wait(function() return future.done end, timeout)
@@ -68,7 +72,9 @@ end
 
 --- The result, or raises the error; raises TimeoutError if not resolved within timeout.
 function Future:get(timeout)
-  if timeout ~= nil then check.timeout("get", timeout) end
+  if timeout ~= nil and not (type(timeout) == "number" and timeout >= 0) then
+    check.timeout("get", timeout)
+  end
   if not self.done and not self:wait(timeout) then
     errors.raise(errors.TimeoutError, "no result within " .. tostring(timeout) .. " s")
   end
