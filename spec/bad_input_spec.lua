@@ -125,6 +125,15 @@ describe("bad input", function()
       assert_nothing_created()
     end)
 
+    it("names the same argument first, sync or async: path, then value, then acl", function()
+      for _, create in ipairs({ zk.create, zk.create_async }) do
+        rejected("path", create, zk, "bad", "v", { acl = {} })
+        rejected("value", create, zk, ROOT .. "/v", 42, { acl = {} })
+        rejected("acl", create, zk, ROOT .. "/v", "v", { acl = {} })
+      end
+      assert_nothing_created()
+    end)
+
     it("accepts a trailing slash only for sequential creates", function()
       rejected("path", zk.create, zk, ROOT .. "/s/", "")
       zk:create(ROOT .. "/s", "")

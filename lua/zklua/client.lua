@@ -494,7 +494,6 @@ function Client:create(path, value, opts)
       return self:_result(self:create_async(path, value, opts))
     end
     check.options("create", opts, CREATE_OPTIONS)
-    if opts.acl then acl = check.acls("create", opts.acl) end
     flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
     include_data = opts.include_data
   end
@@ -506,6 +505,7 @@ function Client:create(path, value, opts)
   if type(value) ~= "string" or #value + #path > VALUE_ROOM then
     value = check.value("create", value, path)
   end
+  if opts ~= nil and opts.acl then acl = check.acls("create", opts.acl) end -- as create_async
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("create") end
   return self:_call(session, S.create_now, S.create, path, nil,
