@@ -439,6 +439,7 @@ end
 local parent_of = paths.parent
 local known_paths = check.known_paths
 local S = core.session_methods -- held here: looked up through a session per call costs more
+local get_now, create_now = S.get_now, S.create_now
 local path_problem = core.path_problem
 -- Room for a value and its path in one request (check.value's limit): a string within it
 -- needs no check.value call.
@@ -508,8 +509,16 @@ function Client:create(path, value, opts)
   if opts ~= nil and opts.acl then acl = check.acls("create", opts.acl) end -- as create_async
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("create") end
-  return self:_call(session, S.create_now, S.create, path, nil,
-                    path, value, acl, flags, include_data)
+  if self._waits_alone then -- _call inlined, as in get: the two hottest sync ops
+    local kind, _, rc, _, created, stat = create_now(session, path, value, acl, flags,
+                                                     include_data)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      return created, stat
+    end
+  end
+  self:_check_wait()
+  return self:_sync(session, S.create(session, path, value, acl, flags, include_data), path)
 end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
@@ -570,7 +579,16 @@ function Client:get(path, watch)
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("get") end
-  return self:_call(session, S.get_now, S.get, path, watch, path, watch ~= nil)
+  if self._waits_alone then -- _call inlined (one Lua call fewer: ~4 % of a direct get's CPU)
+    local kind, id, rc, watch_dropped, data, stat = get_now(session, path, watch ~= nil)
+    if kind then
+      if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if watch and not watch_dropped then self._watchers[id] = watch end
+      return data, stat
+    end
+  end
+  self:_check_wait()
+  return self:_sync(session, S.get(session, path, watch ~= nil), path, watch)
 end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
