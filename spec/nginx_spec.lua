@@ -261,19 +261,28 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
       return leader
     end
 
-    -- Repeats snapshots until settled() holds for `count` live workers; returns the leader.
-    local function until_settled(count, what, unless)
+    -- Repeats snapshots until settled() holds for `count` live workers (and, given
+    -- `contenders`, every worker read that many election contenders); returns the leader.
+    -- A worker joins the allocator and the election separately, so the items may settle
+    -- before the last worker's election node is there.
+    local function until_settled(count, what, unless, contenders)
       local deadline = os.time() + 120
       while os.time() < deadline do
         local latest, live = snapshot()
         if latest and #live == count and not (unless and unless(live)) then
           local leader = settled(latest, live)
+          if leader and contenders then
+            for _, pid in ipairs(live) do
+              if latest[pid].contenders ~= contenders then leader = nil end
+            end
+          end
           if leader then return leader, latest, live end
           local parts = {}
           for _, pid in ipairs(live) do
             local st = latest[pid]
-            parts[#parts + 1] = string.format("%d %s leader=%s gen=%s items=%s", pid, st.state,
-                                              st.leader, st.generation, st.items)
+            parts[#parts + 1] = string.format("%d %s leader=%s gen=%s items=%s contenders=%s",
+                                              pid, st.state, st.leader, st.generation, st.items,
+                                              st.contenders)
           end
           last_round = table.concat(parts, "; ")
         end
@@ -282,7 +291,8 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
       error("timed out waiting for " .. what .. ": " .. last_round .. "\n" .. nginx:error_log())
     end
 
-    local leader, latest, live = until_settled(4, "one leader and the items divided among 4 workers")
+    local leader, latest, live = until_settled(4, "one leader and the items divided among 4 workers",
+                                               nil, "4")
     assert.are.equal(4, #live)
     for _, pid in ipairs(live) do
       assert.are.equal(3, #latest[pid].items_list) -- round_robin: 12 items, 4 workers
