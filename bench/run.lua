@@ -35,7 +35,6 @@
 -- after a BENCH_ONLY run unless named; "-": no file).
 local testing = require "zklua.testing"
 
-local unpack = table.unpack or unpack
 
 local function env_number(name, default)
   local text = os.getenv(name)
