@@ -25,13 +25,22 @@ return function(info)
       "- One throwaway standalone ZooKeeper server on loopback (the project's own harness, " ..
       "`zklua.testing`) serves every client in one run. Each round runs every section, and in " ..
       "each section every client once, taking turns (a different client starts each round); " ..
-      "each cell is the median of the rounds' figures (" .. info.rounds .. " here).",
+      "each cell is the median of the rounds' figures (" .. info.rounds .. " here). The " ..
+      "client operations, short runs whose CPU per op wanders most, run " ..
+      info.ops_repeats .. " times per round, so their cells are medians of " ..
+      info.rounds * info.ops_repeats .. " samples; the notes give how far their ratios to raw " ..
+      "C spread. A sample during which the hypervisor stole more than a few percent of the " ..
+      "VM's CPU time (the steal column of /proc/stat) is run again, up to twice: stolen " ..
+      "time inflates the CPU a process is charged per op by tens of percent, in bursts that " ..
+      "hit one client of a sample and not the next. Before each client starts, the runner " ..
+      "waits until the server is idle, so no client pays for the garbage or the load the one " ..
+      "before it left.",
       "- **raw C** is a plain libzookeeper-mt program (bench/raw_c.c), the ceiling for a " ..
       "client on that library. **zklua (Lua 5.4)** is `./zklua`; **zklua (LuaJIT)** the same " ..
       "scripts under `luajit` with build/luajit/zklua/core.so (`make luajit`), worker " ..
       "processes included. **kazoo** is Debian's python3-kazoo under /usr/bin/python3.",
       "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's, " ..
-      "round by round (both ran back to back in it), and give the median of those ratios: " ..
+      "sample by sample (both ran back to back in it), and give the median of those ratios: " ..
       "the speed of a shared machine drifts between rounds, and pairing cancels the drift, so " ..
       "a ratio may differ a little from the quotient of the two medians shown. Above 1 is " ..
       "better for ops/s and cycles/s, below 1 is better for CPU, ms and MiB. Targets relative " ..
@@ -95,7 +104,8 @@ return function(info)
 
   add("## Rerun", "",
       "`make bench` (a few minutes; run it on a quiet machine). `BENCH_ROUNDS=5 make bench` " ..
-      "for more rounds. Knobs (environment, see bench/run.lua): BENCH_N_ASYNC, " ..
+      "for more rounds. Knobs (environment, see bench/run.lua): BENCH_OPS_REPEATS, BENCH_STEAL_MAX, " ..
+      "BENCH_STEAL_RETRIES, BENCH_N_ASYNC, " ..
       "BENCH_N_SYNC_GET, BENCH_N_SYNC_CREATE, BENCH_LOCK_CYCLES, BENCH_LOCK_WAITERS, " ..
       "BENCH_LOCK_ROUNDS, BENCH_FAILOVERS, BENCH_SESSION_S, BENCH_SP_MEMBERS, BENCH_SP_ITEMS, " ..
       "BENCH_SP_TB, BENCH_ALLOC_MEMBERS, BENCH_ALLOC_ITEMS, BENCH_STRATEGY_RUNS, " ..

@@ -106,6 +106,12 @@ describe("crud", function()
       assert.matches("^" .. ROOT .. "/r/s/t%-%d%d%d%d%d%d%d%d%d%d$", made)
     end)
 
+    it("returns the path alone without include_data, sync and async, as kazoo", function()
+      assert.are.equal(1, select("#", zk:create(ROOT .. "/alone", "abc")))
+      assert.are.equal(1, select("#", zk:create_async(ROOT .. "/alone-a", "abc"):get()))
+      assert.are.equal(1, select("#", zk:create(ROOT .. "/alone-e", "", { ephemeral = true })))
+    end)
+
     it("returns the path and the stat with include_data", function()
       local path, stat = zk:create(ROOT .. "/inc", "abc", { include_data = true })
       assert.are.equal(ROOT .. "/inc", path)

@@ -514,6 +514,7 @@ function Client:create(path, value, opts)
                                                      include_data)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
+      if stat == nil then return created end -- as kazoo: the path alone without include_data
       return created, stat
     end
   end
