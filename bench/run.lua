@@ -445,28 +445,29 @@ local function median(by_round)
   return (list[n / 2] + list[n / 2 + 1]) / 2
 end
 
--- A zklua figure over another client's, paired by round: the median of the rounds' ratios.
--- Both clients ran back to back in each round, so the machine's drift from round to round
--- (a shared 2-core VM's speed wanders by ±15 %) cancels out of each round's ratio.
-local function paired_ratio(mine, other)
-  if not (mine and other) then return nil end
-  local ratios = {}
-  for round, v in pairs(mine) do
-    local w = other[round]
-    if w and w ~= 0 then ratios[round] = v / w end
-  end
-  return median(ratios)
-end
-
--- The 25th and 75th percentiles of the per-sample ratios paired_ratio takes the median of.
-local function ratio_quartiles(mine, other)
+-- The ratios of a zklua figure to another client's, sample by sample (both ran back to back
+-- in each sample), as a list; nil when either client has no figures.
+local function sample_ratios(mine, other)
   if not (mine and other) then return nil end
   local list = {}
   for sample, v in pairs(mine) do
     local w = other[sample]
     if w and w ~= 0 then list[#list + 1] = v / w end
   end
-  if #list < 4 then return nil end
+  return list
+end
+
+-- A zklua figure over another client's, paired by sample: the median of the samples' ratios.
+-- The machine's drift from one sample to the next (a shared 2-core VM's speed wanders by
+-- ±15 %) cancels out of each sample's ratio.
+local function paired_ratio(mine, other)
+  return median(sample_ratios(mine, other))
+end
+
+-- The 25th and 75th percentiles of the per-sample ratios paired_ratio takes the median of.
+local function ratio_quartiles(mine, other)
+  local list = sample_ratios(mine, other)
+  if not list or #list < 4 then return nil end
   table.sort(list)
   local function at(q) return list[math.max(1, math.floor(q * #list + 0.5))] end
   return at(0.25), at(0.75)
