@@ -653,7 +653,7 @@ local function machine()
   local function pkg(name) return first_line("dpkg-query -W -f '${Version}' " .. name) end
   return {
     string.format("%s, %s cores, %.1f GiB RAM; Linux %s; Debian %s", cpu ~= "" and cpu or
-                  "unknown CPU", first_line("nproc"), mem / 1048576, first_line("uname -r"),
+                  "unknown CPU", CPUS, mem / 1048576, first_line("uname -r"),
                   first_line("cat /etc/debian_version")),
     string.format("ZooKeeper %s (one standalone server on loopback, the project's harness); " ..
                   "libzookeeper-mt %s; Lua %s; LuaJIT %s; kazoo %s on Python %s",

@@ -110,6 +110,10 @@ describe("crud", function()
       assert.are.equal(1, select("#", zk:create(ROOT .. "/alone", "abc")))
       assert.are.equal(1, select("#", zk:create_async(ROOT .. "/alone-a", "abc"):get()))
       assert.are.equal(1, select("#", zk:create(ROOT .. "/alone-e", "", { ephemeral = true })))
+      -- an outstanding watch sends sync ops through the submitted path: the same result
+      zk:exists(ROOT .. "/alone-watched", function() end)
+      assert.are.equal(1, select("#", zk:create(ROOT .. "/alone-w", "abc")))
+      assert.are.equal(1, select("#", zk:exists(ROOT .. "/alone-missing")))
     end)
 
     it("returns the path and the stat with include_data", function()

@@ -386,6 +386,7 @@ function Client:_sync(session, id, path, watch)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
       if watch and not watch_dropped then self._watchers[id] = watch end
+      if r2 == nil then return r1 end -- as Future:get: no trailing nil (create without stat)
       return r1, r2
     end
   end
@@ -404,6 +405,7 @@ function Client:_call(session, now, submit, path, watch, a, b, c, d, e)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
       if watch and not watch_dropped then self._watchers[id] = watch end
+      if r2 == nil then return r1 end -- as Future:get: no trailing nil (create without stat)
       return r1, r2
     end
   end
@@ -514,7 +516,7 @@ function Client:create(path, value, opts)
                                                      include_data)
     if kind then
       if rc ~= 0 then error(errors.from_code(rc, path), 0) end
-      if stat == nil then return created end -- as kazoo: the path alone without include_data
+      if stat == nil then return created end -- as _call: the path alone without include_data
       return created, stat
     end
   end

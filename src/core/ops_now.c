@@ -155,10 +155,10 @@ int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const cha
     if (!op->data)
         return done(op, ZSYSTEMERROR);
     /* as the async create (and kazoo): CREATE2, which returns the stat, only when asked */
-    int rc = want_stat ? zoo_create2(s->zh, path, value ? value : "", len, acl, flags, op->data,
-                                     capacity, &op->stat)
-                       : zoo_create(s->zh, path, value ? value : "", len, acl, flags, op->data,
-                                    capacity);
+    const char *data = value ? value : "";
+    int rc = want_stat
+                 ? zoo_create2(s->zh, path, data, len, acl, flags, op->data, capacity, &op->stat)
+                 : zoo_create(s->zh, path, data, len, acl, flags, op->data, capacity);
     op->data[rc == ZOK ? capacity : 0] = '\0';
     op->data_len = (int)strlen(op->data);
     op->has_stat = rc == ZOK && want_stat;
