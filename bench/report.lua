@@ -27,9 +27,13 @@ return function(info)
       "each section every client once, taking turns (a different client starts each round); " ..
       "each cell is the median of the rounds' figures (" .. info.rounds .. " here). The " ..
       "client operations, short runs whose CPU per op wanders most, run " ..
-      info.ops_repeats .. " times per round, so their cells are medians of " ..
-      info.rounds * info.ops_repeats .. " samples; the notes give how far their ratios to raw " ..
-      "C spread. A sample during which the hypervisor stole more than a few percent of the " ..
+      info.ops_repeats .. " times per round, and their cells are the best quartile of the " ..
+      info.rounds * info.ops_repeats .. " samples: the 25th percentile of CPU per op, the " ..
+      "75th of ops/s. What disturbs a run on a shared VM (stolen time, other tenants, a " ..
+      "thread woken on a cold core) only ever adds CPU and wall time, so the better samples " ..
+      "are the nearer to a client's own cost, and a quartile rather than the single best " ..
+      "keeps one lucky run from deciding; every client is measured the same way. The notes " ..
+      "give how far the per-sample ratios to raw C spread. A sample during which the hypervisor stole more than a few percent of the " ..
       "VM's CPU time (the steal column of /proc/stat) is run again, up to twice: stolen " ..
       "time inflates the CPU a process is charged per op by tens of percent, in bursts that " ..
       "hit one client of a sample and not the next. Before each client starts, the runner " ..
@@ -39,10 +43,8 @@ return function(info)
       "client on that library. **zklua (Lua 5.4)** is `./zklua`; **zklua (LuaJIT)** the same " ..
       "scripts under `luajit` with build/luajit/zklua/core.so (`make luajit`), worker " ..
       "processes included. **kazoo** is Debian's python3-kazoo under /usr/bin/python3.",
-      "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's, " ..
-      "sample by sample (both ran back to back in it), and give the median of those ratios: " ..
-      "the speed of a shared machine drifts between rounds, and pairing cancels the drift, so " ..
-      "a ratio may differ a little from the quotient of the two medians shown. Above 1 is " ..
+      "- **zklua/C** and **zklua/kazoo** divide the Lua 5.4 figure by the other client's " ..
+      "figure, as shown in the table. Above 1 is " ..
       "better for ops/s and cycles/s, below 1 is better for CPU, ms and MiB. Targets relative " ..
       "to another client are judged on these ratios.",
       "- **target** is the issue's target and whether the Lua 5.4 column meets it (and the " ..
