@@ -8,10 +8,11 @@
 -- per round (short runs whose CPU per op wanders more), their figure is the best quartile of
 -- those samples (see best_quartile), and a sample during which the hypervisor stole CPU time
 -- from the VM is run again (stolen time inflates the CPU charged per op).  A ratio column is
--- the quotient of the two figures shown.  Before each client starts, the runner waits until the server has gone idle, so no
--- client pays for the previous one's load.  A cell is empty where a client has no such
--- workload (raw C has no Lock; kazoo has no PartitionAllocator) or could not run it (then a
--- note under the table says why, and the run exits non-zero after writing the table).
+-- the quotient of the two figures shown.  Before each client starts, the runner waits until
+-- the server has gone idle, so no client pays for the previous one's load.  A cell is empty
+-- where a client has no such workload (raw C has no Lock; kazoo has no PartitionAllocator) or
+-- could not run it (then a note under the table says why, and the run exits non-zero after
+-- writing the table).
 --
 -- Every workload is a script of its own, runnable alone (see its opening comment), printing
 -- "RESULT <name> key=value ..." lines that this runner reads:
@@ -734,7 +735,8 @@ local header = {
   "Machine: " .. machine_lines[1] .. ".",
   machine_lines[2] .. ".",
   string.format("Each figure: the median of %d round%s (clients taking turns; client ops: " ..
-                "the best quartile of %d samples, %d per round), %s; %s.", ROUNDS, ROUNDS == 1 and "" or "s",
+                "the best quartile of %d samples, %d per round), %s; %s.", ROUNDS,
+                ROUNDS == 1 and "" or "s",
                 ROUNDS * OPS_REPEATS, OPS_REPEATS, os.date("!%Y-%m-%d %H:%M UTC"), machine_lines[3]),
 }
 local note_lines = {}
