@@ -491,9 +491,8 @@ end
 
 -- The 25th and 75th percentiles of the per-sample ratios: how much the samples disagree.
 local function ratio_quartiles(mine, other)
-  local list = sample_ratios(mine, other)
+  local list = sorted_values(sample_ratios(mine, other))
   if not list or #list < 4 then return nil end
-  table.sort(list)
   return at_fraction(list, 0.25), at_fraction(list, 0.75)
 end
 
