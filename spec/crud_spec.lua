@@ -239,6 +239,20 @@ describe("crud", function()
       assert.are.equal(#big, stat.dataLength)
     end)
 
+    it("return created paths whole: longer than the read buffer, right after a read", function()
+      local long = ROOT .. "/" .. string.rep("n", 70 * 1024)
+      assert.are.equal(long, zk:create(long, "x"))
+      local made = zk:create(long .. "-s-", "", { sequence = true })
+      assert.are.equal(#long + 3 + 10, #made)
+      assert.are.equal(long .. "-s-", made:sub(1, #long + 3))
+      zk:create(ROOT .. "/v", string.rep("v", 1000))
+      local value = zk:get(ROOT .. "/v") -- the direct read buffer holds it; the create reuses it
+      local seq = zk:create(ROOT .. "/after-", "", { sequence = true })
+      assert.matches("^" .. ROOT:gsub("%-", "%%-") .. "/after%-%d+$", seq)
+      assert.are.equal(string.rep("v", 1000), value)
+      assert.are.equal(ROOT .. "/plain", zk:create(ROOT .. "/plain", ""))
+    end)
+
     it("set a watch that fires once the node changes", function()
       zk:create(ROOT .. "/w", "1")
       local events = {}

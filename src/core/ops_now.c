@@ -15,7 +15,7 @@
  * Otherwise it returns 0 and the caller submits the op the async way.  Watches set here are
  * ordinary ones: they fire as ZKL_EV_WATCH events with the op's id.  The result fills the
  * caller's event, which never goes through the queue: no allocation for the event, and a get's
- * value stays in the session's read buffer until the caller has used it.
+ * value or a create's path stays in the session's read buffer until the caller has used it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +60,8 @@ static void *watch_ctx(const zkl_event *op)
     return (void *)(uintptr_t)op->id;
 }
 
-/* The session's buffer for direct reads (FIRST_READ_BUFFER bytes, made on first use): a 64 KiB
- * malloc and free for every read cost more than the rest of the call. */
+/* The session's buffer for direct reads and created paths (FIRST_READ_BUFFER bytes, made on
+ * first use): a 64 KiB malloc and free for every read cost more than the rest of the call. */
 static char *read_buffer(zkl_session *s)
 {
     if (!s->read_buffer)
@@ -151,7 +151,12 @@ int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const cha
     if (!direct_op(s, op, ZKL_OP_CREATE))
         return 0;
     int capacity = (int)strlen(path) + SEQUENCE_SUFFIX;
-    op->data = malloc((size_t)capacity + 1);
+    if (capacity < FIRST_READ_BUFFER && read_buffer(s)) { /* the created path: no malloc */
+        op->data = s->read_buffer;
+        op->data_borrowed = 1;
+    } else {
+        op->data = malloc((size_t)capacity + 1);
+    }
     if (!op->data)
         return done(op, ZSYSTEMERROR);
     /* as the async create (and kazoo): CREATE2, which returns the stat, only when asked */

@@ -165,26 +165,55 @@ static int multi_answered_by_server(int rc)
     }
 }
 
+/* Whether a create made the very path the caller's string at index asked holds (every create
+ * but a sequential one does; with a chroot the library strips it from the reply). */
+static int created_as_asked(lua_State *L, const zkl_event *ev, int asked)
+{
+    size_t len;
+    const char *path = asked ? lua_tolstring(L, asked, &len) : NULL;
+    return ev->op == ZKL_OP_CREATE && path && ev->data && (size_t)ev->data_len == len &&
+           memcmp(ev->data, path, len) == 0;
+}
+
+/* A successful op's results.  A create that made the path asked for returns the caller's own
+ * string: a copy would cost an allocation and a string-table lookup per create. */
+static int push_results(lua_State *L, const zkl_event *ev, int asked)
+{
+    if (!created_as_asked(L, ev, asked))
+        return zkl_push_op_results(L, ev);
+    lua_pushvalue(L, asked);
+    if (!ev->has_stat)
+        return 1;
+    zkl_push_stat(L, &ev->stat);
+    return 2;
+}
+
+/* An op's event as next() returns it: "op", id, rc, whether an asked-for watch will never
+ * fire, then the results.  asked: the stack index of the path a direct create was given, or 0. */
+static int push_op_event(lua_State *L, const zkl_event *ev, int asked)
+{
+    lua_pushliteral(L, "op");
+    lua_pushinteger(L, (lua_Integer)ev->id);
+    int results = 0;
+    if (ev->rc == ZOK || (ev->op == ZKL_OP_EXISTS && ev->rc == ZNONODE)) {
+        lua_pushinteger(L, ZOK);
+        results = push_results(L, ev, asked);
+    } else {
+        lua_pushinteger(L, ev->rc);
+        if (ev->op == ZKL_OP_MULTI && ev->multi && multi_answered_by_server(ev->rc))
+            results = zkl_push_op_results(L, ev); /* per-op codes of a refused transaction */
+    }
+    /* a watch asked for but not registered will never fire */
+    lua_pushboolean(L, ev->watch_requested && !ev->watch_registered);
+    lua_insert(L, -1 - results);
+    return 4 + results;
+}
+
 static int push_event(lua_State *L, zkl_event *ev)
 {
     switch (ev->kind) {
-    case ZKL_EV_OP: {
-        lua_pushliteral(L, "op");
-        lua_pushinteger(L, (lua_Integer)ev->id);
-        int results = 0;
-        if (ev->rc == ZOK || (ev->op == ZKL_OP_EXISTS && ev->rc == ZNONODE)) {
-            lua_pushinteger(L, ZOK);
-            results = zkl_push_op_results(L, ev);
-        } else {
-            lua_pushinteger(L, ev->rc);
-            if (ev->op == ZKL_OP_MULTI && ev->multi && multi_answered_by_server(ev->rc))
-                results = zkl_push_op_results(L, ev); /* per-op codes of a refused transaction */
-        }
-        /* a watch asked for but not registered will never fire */
-        lua_pushboolean(L, ev->watch_requested && !ev->watch_registered);
-        lua_insert(L, -1 - results);
-        return 4 + results;
-    }
+    case ZKL_EV_OP:
+        return push_op_event(L, ev, 0);
     case ZKL_EV_WATCH:
         lua_pushliteral(L, "watch");
         lua_pushinteger(L, (lua_Integer)ev->id);
@@ -406,12 +435,12 @@ static int op_set(lua_State *L) /* set(path, value, version) */
  * when the op cannot run directly now (then submit it the usual way) ---- */
 
 /* What a direct op returns to Lua: its event as next() returns it, or nothing when it did
- * not run (ran = 0: submit it instead). */
-static int push_direct(lua_State *L, zkl_event *ev, int ran)
+ * not run (ran = 0: submit it instead).  asked: as push_op_event's. */
+static int push_direct(lua_State *L, zkl_event *ev, int ran, int asked)
 {
     if (!ran)
         return 0;
-    int n = push_event(L, ev);
+    int n = push_op_event(L, ev, asked);
     zkl_event_clear(ev);
     return n;
 }
@@ -421,7 +450,7 @@ static int op_get_now(lua_State *L) /* get_now(path, watch) */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     zkl_event ev;
-    return push_direct(L, &ev, zkl_op_get_now(s, &ev, path, lua_toboolean(L, 3)));
+    return push_direct(L, &ev, zkl_op_get_now(s, &ev, path, lua_toboolean(L, 3)), 0);
 }
 
 static int op_exists_now(lua_State *L) /* exists_now(path, watch) */
@@ -429,7 +458,7 @@ static int op_exists_now(lua_State *L) /* exists_now(path, watch) */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     zkl_event ev;
-    return push_direct(L, &ev, zkl_op_exists_now(s, &ev, path, lua_toboolean(L, 3)));
+    return push_direct(L, &ev, zkl_op_exists_now(s, &ev, path, lua_toboolean(L, 3)), 0);
 }
 
 static int op_children_now(lua_State *L) /* children_now(path, watch) */
@@ -437,7 +466,7 @@ static int op_children_now(lua_State *L) /* children_now(path, watch) */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     zkl_event ev;
-    return push_direct(L, &ev, zkl_op_children_now(s, &ev, path, lua_toboolean(L, 3)));
+    return push_direct(L, &ev, zkl_op_children_now(s, &ev, path, lua_toboolean(L, 3)), 0);
 }
 
 static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, want_stat) */
@@ -450,7 +479,7 @@ static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, wa
     int flags = optional_int(L, 5, 0);
     zkl_event ev;
     return push_direct(L, &ev, zkl_op_create_now(s, &ev, path, value, len, acl, flags,
-                                                 lua_toboolean(L, 6)));
+                                                 lua_toboolean(L, 6)), 2);
 }
 
 static int op_set_now(lua_State *L) /* set_now(path, value, version) */
@@ -460,7 +489,7 @@ static int op_set_now(lua_State *L) /* set_now(path, value, version) */
     int len;
     const char *value = check_value(L, 3, &len);
     zkl_event ev;
-    return push_direct(L, &ev, zkl_op_set_now(s, &ev, path, value, len, optional_int(L, 4, -1)));
+    return push_direct(L, &ev, zkl_op_set_now(s, &ev, path, value, len, optional_int(L, 4, -1)), 0);
 }
 
 static int op_delete_now(lua_State *L) /* delete_now(path, version) */
@@ -468,7 +497,7 @@ static int op_delete_now(lua_State *L) /* delete_now(path, version) */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     zkl_event ev;
-    return push_direct(L, &ev, zkl_op_delete_now(s, &ev, path, optional_int(L, 3, -1)));
+    return push_direct(L, &ev, zkl_op_delete_now(s, &ev, path, optional_int(L, 3, -1)), 0);
 }
 
 static int op_get_acl(lua_State *L) /* get_acl(path) */
