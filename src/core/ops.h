@@ -43,10 +43,11 @@ uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, i
  * caller that would only wait for the result anyway.  Each fills the caller's event *op (on
  * its stack, say) as the op's async completion would, and returns 1; the event never goes
  * through the queue, and the caller releases what it holds with zkl_event_clear before the
- * session's next direct op (a get's value may lie in the session's read buffer).  Each returns
- * 0, touching nothing, when the op cannot run directly now — the session is not CONNECTED, an
- * event waits to be delivered, or an async op is in flight — and must be submitted the async
- * way.  A watch set by one fires later as a ZKL_EV_WATCH event with the op's id.
+ * session's next direct op (a get's value or a create's path may lie in the session's read
+ * buffer).  Each returns 0, touching nothing, when the op cannot run directly now — the
+ * session is not CONNECTED, an event waits to be delivered, or an async op is in flight — and
+ * must be submitted the async way.  A watch set by one fires later as a ZKL_EV_WATCH event
+ * with the op's id.
  */
 int zkl_op_get_now(zkl_session *s, zkl_event *op, const char *path, int watch);
 int zkl_op_exists_now(zkl_session *s, zkl_event *op, const char *path, int watch);
