@@ -18,6 +18,13 @@ describe("watches", function()
     testing.sleep(0.2)
   end
 
+  -- Runs during() while zk's next blocking read waits for its answer: the server answers a
+  -- session's requests in order, so this exists' answer comes first and the read's wait runs
+  -- its callback.
+  local function while_next_read_waits(during)
+    zk:exists_async(ROOT):rawlink(function() during() end)
+  end
+
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
@@ -337,6 +344,26 @@ describe("watches", function()
       testing.wait_for(function() return values[#values] == "later" end, 5, "a later change")
     end)
 
+    it("never reports an older value after a newer one (a fetch overtaken by a watch)",
+       function()
+      local path = ROOT .. "/dw-order"
+      zk:create(path, "v0")
+      local values = {}
+      -- zk's first read returns v0; before it is back in Lua, the node changes, the watch that
+      -- read set fires, and a newer read reports "v1": the older v0 must not follow it
+      while_next_read_waits(function()
+        testing.sleep(0.2) -- the first read is answered: it set its watch before the change
+        other:set(path, "v1")
+        testing.wait_for(function() return values[#values] == "v1" end, 5, "the newer read")
+      end)
+      zk:DataWatch(path, function(data) values[#values + 1] = data end)
+      settle()
+      assert.are.same({ "v1" }, values)
+      other:set(path, "v2")
+      testing.wait_for(function() return values[#values] == "v2" end, 5, "a later change")
+      assert.are.same({ "v1", "v2" }, values)
+    end)
+
     it("reports a change made while the session was expired", function()
       local path = ROOT .. "/dw-missed"
       zk:create(path, "v0")
@@ -362,6 +389,24 @@ describe("watches", function()
   end)
 
   describe("ChildrenWatch", function()
+    it("never reports an older list after a newer one (a fetch overtaken by a watch)",
+       function()
+      local path = ROOT .. "/cw-order"
+      zk:create(path .. "/a", "", { makepath = true })
+      local calls = {}
+      while_next_read_waits(function()
+        testing.sleep(0.2)
+        other:create(path .. "/b", "")
+        testing.wait_for(function() return #calls > 0 end, 5, "the newer read")
+      end)
+      zk:ChildrenWatch(path, function(children) calls[#calls + 1] = sorted(children) end)
+      settle()
+      assert.are.same({ { "a", "b" } }, calls)
+      other:create(path .. "/c", "")
+      testing.wait_for(function() return #calls >= 2 end, 5, "a later change")
+      assert.are.same({ { "a", "b" }, { "a", "b", "c" } }, calls)
+    end)
+
     it("is called at once and on every change of the children", function()
       local path = ROOT .. "/cw"
       zk:create(path .. "/a", "", { makepath = true })

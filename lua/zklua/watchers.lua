@@ -12,6 +12,12 @@
 -- is CONNECTED, calling fn if something changed.  ChildrenWatch with
 -- allow_session_lost = false stops at LOST instead.  Both can be used as decorators:
 -- zk:DataWatch(path)(fn).
+--
+-- fn sees the node's states in order, never an older one after a newer one.  A fetch waits
+-- for its read, and that wait runs the event loop (or, under a coroutine handler, other
+-- coroutines), so a watch firing meanwhile starts a newer fetch, which reads later and may
+-- report first; the older fetch then drops what it read (kazoo serialises its fetches with a
+-- lock instead, which a fetch nested in another's wait could never take).
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 
@@ -26,6 +32,18 @@ local function call_func(client, watch, ...)
     return
   end
   if result == false then watch:_stop() end
+end
+
+-- Starts a fetch of watch; overtaken(watch, ticket) then tells whether a newer fetch began
+-- since.  The newer one reads later, so it reports the node as new as this one read it or
+-- newer (or, failing, re-arms on the next CONNECTED): this one's result is dropped.
+local function begin_fetch(watch)
+  watch.fetches = watch.fetches + 1
+  return watch.fetches
+end
+
+local function overtaken(watch, ticket)
+  return watch.fetches ~= ticket
 end
 
 -- ---------------------------------------------------------------- DataWatch
@@ -43,11 +61,14 @@ end
 function DataWatch:_fetch(event)
   if self.stopped then return end
   local client, path, watch = self.client, self.path, self
+  local ticket = begin_fetch(self)
   local on_change = function(ev) watch:_fetch(ev) end
   local ok, data, stat = pcall(client.retry, client, client.get, client, path, on_change)
+  if overtaken(self, ticket) then return end
   if not ok and errors.is(data, errors.NoNodeError) then
     ok, stat = pcall(client.retry, client, client.exists, client, path, on_change)
     data = nil
+    if overtaken(self, ticket) then return end
     if ok and stat then return self:_fetch(event) end -- created in between: read it
   end
   if not ok then
@@ -95,7 +116,8 @@ function watchers.DataWatch(client, path, func, opts)
   check.path("DataWatch", path)
   check.options("DataWatch", opts, {})
   local watch = setmetatable({ client = client, path = path, kind = "DataWatch",
-                               stopped = false, armed = false, called = false }, DataWatch)
+                               stopped = false, armed = false, called = false, fetches = 0 },
+                             DataWatch)
   if func ~= nil then watch:_start(func) end
   return watch
 end
@@ -122,11 +144,13 @@ end
 function ChildrenWatch:_fetch(event)
   if self.stopped then return end
   local client, watch = self.client, self
+  local ticket = begin_fetch(self)
   local on_change = function(ev)
     if ev.type ~= "NONE" then watch:_fetch(ev) end
   end
   local ok, children = pcall(client.retry, client, client.get_children, client, self.path,
                              on_change)
+  if overtaken(self, ticket) then return end
   if not ok then
     if errors.is(children, errors.NoNodeError) then
       self:_stop() -- the node is gone: kazoo stops watching
@@ -188,6 +212,7 @@ function watchers.ChildrenWatch(client, path, func, opts)
                                                allow_session_lost = "boolean" })
   local watch = setmetatable({
     client = client, path = path, kind = "ChildrenWatch", stopped = false, armed = false,
+    fetches = 0,
     send_event = opts.send_event == true, allow_session_lost = opts.allow_session_lost ~= false,
   }, ChildrenWatch)
   if func ~= nil then watch:_start(func) end
