@@ -99,10 +99,11 @@ describe("libzookeeper's log lines", function()
       assert.is_true(#lines <= 20, #lines .. " lines")
     end)
 
-    it("a tight retry loop (two dead hosts) comes out as a few lines with large counts",
+    it("retries on two dead hosts come out as a few lines with counts of the rest",
        function()
       local zk, lines = recorded_client(dead_hosts(2))
       local tried = fail_to_start(zk, REPEAT_S + 2)
+      local attempts = zk._session:failed_connection_attempts()
       zk:close()
       local shown, suppressed = 0, 0
       for _, l in ipairs(lines) do
@@ -113,8 +114,10 @@ describe("libzookeeper's log lines", function()
       end
       assert.is_true(shown >= 1)
       assert.is_true(shown <= 2 * (math.floor(tried / REPEAT_S) + 1), shown .. " lines shown")
-      -- libzookeeper 3.8 retries two refusing hosts without pause (thousands of lines a second)
-      assert.is_true(suppressed >= 100, "only " .. suppressed .. " suppressed")
+      -- every failed attempt logs an ERROR line; all but the few shown are counted
+      -- (the attempts are paced: spec/connection_retry_spec.lua)
+      assert.is_true(attempts > shown, attempts .. " attempts, " .. shown .. " lines shown")
+      assert.is_true(suppressed >= 1, "only " .. suppressed .. " suppressed")
     end)
 
     it("print nothing at all by default, on stdout or stderr", function()
@@ -172,7 +175,8 @@ describe("libzookeeper's log lines", function()
     assert.are.equal(0, core.library_log_level())
     local quiet = zklua.client(server.hosts)
     quiet:start()
-    assert.are.equal(0, core.library_log_level()) -- a client without a logger asks nothing
+    -- a client without a logger asks for ERROR lines only: they pace its reconnections
+    assert.are.equal(1, core.library_log_level())
     local errs_only, errs_lines = recorded_client(server.hosts, "ERROR", 10)
     errs_only:start()
     assert.are.equal(1, core.library_log_level())

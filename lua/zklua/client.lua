@@ -101,6 +101,11 @@ local function configure_logger(logger, log_level)
 end
 
 --- zklua.client(hosts) or zklua.client{hosts = ..., timeout = ..., ...}
+-- connection_retry (kazoo's): with every server down, the client makes a pass over its hosts,
+-- then pauses (delay, growing by backoff up to max_delay, times 1 +- max_jitter) before the
+-- next; after max_tries failed passes or past the deadline it gives up and stops (LOST,
+-- CLOSED; a start() waiting raises TimeoutError).  A connection made resets the count.
+-- Without it: for ever, 0.1 s doubling up to a tenth of the session timeout (0.1 to 1 s).
 function Client.new(arg)
   local opts = type(arg) == "string" and { hosts = arg } or arg or {}
   check.options("client", opts, CLIENT_OPTIONS, "options")
@@ -133,10 +138,16 @@ function Client.new(arg)
     _has_auth = opts.auth_data ~= nil and #opts.auth_data > 0,
   }, Client)
   self.retry_policy = Retry.new(opts.command_retry, handler.sleep)
-  if opts.connection_retry then Retry.new(opts.connection_retry) end -- checked; see README
+  -- kazoo's KazooRetry, defaults included (max_tries 1: give up after the second failed pass)
+  local r = opts.connection_retry and Retry.new(opts.connection_retry)
+  self._connection_retry = r
   local resume = opts.client_id
   self._session = core.session(hosts, math.floor(timeout * 1000 + 0.5), opts.read_only == true,
                                resume and resume[1], resume and resume[2], log_level)
+  if r then
+    self._session:set_connection_retry(r.max_tries, r.delay, r.backoff, r.max_jitter,
+                                       r.max_delay, r.deadline)
+  end
   for _, pair in ipairs(check_auth_data(opts.auth_data or {})) do
     self._session:add_auth(pair[1], pair[2]) -- remembered: sent with every new session
   end
@@ -189,6 +200,12 @@ end
 function Client:_change_state(state, client_state)
   self.client_state = client_state
   self.connected = state == "CONNECTED"
+  if client_state == "CLOSED" and not self._stopped and self._session
+     and self._session:gave_up_connecting() then
+    self._stopped = true -- as kazoo: stopped until start() is called again
+    self:_log("WARN", "gave up connecting to " .. self.hosts ..
+              " within the connection retry policy")
+  end
   if state == self.state then return end
   self.state = state
   if state == "LOST" then self._watchers = {} end -- one-shot watches died with the session
@@ -272,7 +289,16 @@ function Client:start(timeout)
   local deadline = core.monotonic() + timeout
   local connected = self.handler.wait(function()
     return client.state == "CONNECTED" or client.client_state == "AUTH_FAILED"
+           or client._stopped -- the connection retry policy gave up
   end, timeout)
+  if self._stopped and self._session and self._session:gave_up_connecting() then
+    local r = self._connection_retry
+    errors.raise(errors.TimeoutError, "could not connect to " .. self.hosts ..
+                 " within the connection retry policy (max_tries " .. tostring(r.max_tries) ..
+                 (r.deadline and ", deadline " .. r.deadline .. " s" or "") .. ")")
+  elseif self._stopped then
+    errors.raise(errors.ConnectionClosedError, "the client was stopped while starting")
+  end
   if connected and self._has_auth and self.client_state ~= "AUTH_FAILED" then
     -- the server answers requests in order: once this one is back, so is the auth
     local probe = self:exists_async("/")

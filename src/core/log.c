@@ -20,6 +20,7 @@
 
 #include "event.h"
 #include "queue.h"
+#include "reconnect.h"
 
 enum { LEVELS = 5 }; /* 0 (none) .. ZOO_LOG_LEVEL_DEBUG */
 
@@ -100,12 +101,14 @@ static void parse_line(const char *message, library_line *out)
 
 /* ---- the sink ---- */
 
-int zkl_log_sink_init(zkl_log_sink *sink, struct zkl_queue *queue, int level)
+int zkl_log_sink_init(zkl_log_sink *sink, struct zkl_queue *queue, int level,
+                      struct zkl_reconnect *reconnect)
 {
     memset(sink, 0, sizeof *sink);
     if (pthread_mutex_init(&sink->mutex, NULL) != 0)
         return -1;
     sink->queue = queue;
+    sink->reconnect = reconnect;
     sink->level = level < 0 ? 0 : level >= LEVELS ? LEVELS - 1 : level;
     sink->slot = -1;
     atomic_init(&sink->queued, 0);
@@ -194,19 +197,41 @@ static int admit_locked(zkl_log_sink *sink, const library_line *line, long *repe
     return 1;
 }
 
-/* Any thread: one line the library logged for this sink's handle. */
+/* The library's report of a failed connection attempt, or of a connection that broke: every
+ * such line comes from handle_socket_error_msg(), "Socket <host> zk retcode=<rc>, errno=...". */
+static int is_socket_failure(const library_line *line)
+{
+    static const char marker[] = " zk retcode=";
+    if (line->level != ZOO_LOG_LEVEL_ERROR || strncmp(line->text, "Socket ", 7) != 0)
+        return 0;
+    const char *end = line->text + line->text_len;
+    for (const char *c = line->text; c + sizeof marker - 1 <= end; c++)
+        if (memcmp(c, marker, sizeof marker - 1) == 0)
+            return 1;
+    return 0;
+}
+
+/* Passes a line the session asked for on to its owner, within the rate limits. */
+static void forward_line(zkl_log_sink *sink, const library_line *line)
+{
+    long repeats = 0, dropped = 0;
+    pthread_mutex_lock(&sink->mutex);
+    int admitted = admit_locked(sink, line, &repeats, &dropped);
+    pthread_mutex_unlock(&sink->mutex);
+    if (admitted)
+        push_line(sink, line, repeats, dropped);
+}
+
+/* Any thread: one line the library logged for this sink's handle.  A failed connection
+ * attempt then goes to the pacer, which may pause this (the library's I/O) thread. */
 static void take_line(zkl_log_sink *sink, const char *message)
 {
     library_line line;
     parse_line(message, &line);
-    if (line.level > sink->level)
-        return; /* another session asked the library for more than this one wants */
-    long repeats = 0, dropped = 0;
-    pthread_mutex_lock(&sink->mutex);
-    int admitted = admit_locked(sink, &line, &repeats, &dropped);
-    pthread_mutex_unlock(&sink->mutex);
-    if (admitted)
-        push_line(sink, &line, repeats, dropped);
+    if (line.level <= sink->level)
+        forward_line(sink, &line);
+    if (sink->reconnect && is_socket_failure(&line))
+        zkl_reconnect_attempt_failed(sink->reconnect);
 }
 
 void zkl_log_sink_taken(zkl_log_sink *sink)
@@ -245,6 +270,30 @@ ZKL_SLOT_ROW(4)
 ZKL_SLOT_ROW(5)
 ZKL_SLOT_ROW(6)
 ZKL_SLOT_ROW(7)
+ZKL_SLOT_ROW(8)
+ZKL_SLOT_ROW(9)
+ZKL_SLOT_ROW(10)
+ZKL_SLOT_ROW(11)
+ZKL_SLOT_ROW(12)
+ZKL_SLOT_ROW(13)
+ZKL_SLOT_ROW(14)
+ZKL_SLOT_ROW(15)
+ZKL_SLOT_ROW(16)
+ZKL_SLOT_ROW(17)
+ZKL_SLOT_ROW(18)
+ZKL_SLOT_ROW(19)
+ZKL_SLOT_ROW(20)
+ZKL_SLOT_ROW(21)
+ZKL_SLOT_ROW(22)
+ZKL_SLOT_ROW(23)
+ZKL_SLOT_ROW(24)
+ZKL_SLOT_ROW(25)
+ZKL_SLOT_ROW(26)
+ZKL_SLOT_ROW(27)
+ZKL_SLOT_ROW(28)
+ZKL_SLOT_ROW(29)
+ZKL_SLOT_ROW(30)
+ZKL_SLOT_ROW(31)
 #define ZKL_SLOT_NAMES(a)                                                                      \
     log_slot_##a##0, log_slot_##a##1, log_slot_##a##2, log_slot_##a##3, log_slot_##a##4,       \
         log_slot_##a##5, log_slot_##a##6, log_slot_##a##7
@@ -252,6 +301,12 @@ ZKL_SLOT_ROW(7)
 static const log_callback_fn slot_callbacks[] = {
     ZKL_SLOT_NAMES(0), ZKL_SLOT_NAMES(1), ZKL_SLOT_NAMES(2), ZKL_SLOT_NAMES(3),
     ZKL_SLOT_NAMES(4), ZKL_SLOT_NAMES(5), ZKL_SLOT_NAMES(6), ZKL_SLOT_NAMES(7),
+    ZKL_SLOT_NAMES(8), ZKL_SLOT_NAMES(9), ZKL_SLOT_NAMES(10), ZKL_SLOT_NAMES(11),
+    ZKL_SLOT_NAMES(12), ZKL_SLOT_NAMES(13), ZKL_SLOT_NAMES(14), ZKL_SLOT_NAMES(15),
+    ZKL_SLOT_NAMES(16), ZKL_SLOT_NAMES(17), ZKL_SLOT_NAMES(18), ZKL_SLOT_NAMES(19),
+    ZKL_SLOT_NAMES(20), ZKL_SLOT_NAMES(21), ZKL_SLOT_NAMES(22), ZKL_SLOT_NAMES(23),
+    ZKL_SLOT_NAMES(24), ZKL_SLOT_NAMES(25), ZKL_SLOT_NAMES(26), ZKL_SLOT_NAMES(27),
+    ZKL_SLOT_NAMES(28), ZKL_SLOT_NAMES(29), ZKL_SLOT_NAMES(30), ZKL_SLOT_NAMES(31),
 };
 _Static_assert(sizeof slot_callbacks / sizeof slot_callbacks[0] == ZKL_LOG_SLOTS,
                "one callback per slot");
@@ -262,13 +317,14 @@ static void drop_line(const char *message)
 }
 
 /* The library formats a line only when its global level allows it: the highest any bound
- * sink wants, 0 (off; the library's own default is INFO) when none wants any. */
+ * sink wants, at least ERROR (failed connection attempts) while any is bound, 0 (off; the
+ * library's own default is INFO) when none is. */
 static void apply_library_level_locked(void)
 {
     int level = 0;
-    for (int l = LEVELS - 1; l > 0 && level == 0; l--)
+    for (int l = LEVELS - 1; l >= 0 && level == 0; l--)
         if (bound_at_level[l] > 0)
-            level = l;
+            level = l > ZOO_LOG_LEVEL_ERROR ? l : ZOO_LOG_LEVEL_ERROR;
     atomic_store(&library_level, level);
     zoo_set_debug_level((ZooLogLevel)level);
 }
@@ -287,12 +343,13 @@ static int claim_slot_locked(zkl_log_sink *sink)
 /* Every slot is taken: the session's logger hears so once instead of hearing nothing. */
 static void note_slot_shortage(zkl_log_sink *sink)
 {
-    if (sink->slot_shortage_noted)
+    if (sink->slot_shortage_noted || sink->level == 0)
         return;
     sink->slot_shortage_noted = 1;
     char text[160];
     snprintf(text, sizeof text,
-             "%d sessions with a logger are open: this one's lines are not shown", ZKL_LOG_SLOTS);
+             "%d sessions are open: this one's library lines are not shown, and its "
+             "reconnections are not paced", ZKL_LOG_SLOTS);
     library_line line = {.level = ZOO_LOG_LEVEL_WARN, .where = "", .text = text,
                          .text_len = trimmed_length(text)};
     push_line(sink, &line, 0, 0);
@@ -301,7 +358,7 @@ static void note_slot_shortage(zkl_log_sink *sink)
 log_callback_fn zkl_log_sink_bind(zkl_log_sink *sink)
 {
     pthread_mutex_lock(&registry_mutex);
-    if (sink->level > 0 && !sink->bound) {
+    if (!sink->bound) {
         sink->slot = claim_slot_locked(sink);
         if (sink->slot >= 0) {
             sink->bound = 1;
@@ -310,7 +367,7 @@ log_callback_fn zkl_log_sink_bind(zkl_log_sink *sink)
     }
     apply_library_level_locked();
     pthread_mutex_unlock(&registry_mutex);
-    if (sink->level > 0 && sink->slot < 0)
+    if (sink->slot < 0)
         note_slot_shortage(sink);
     return sink->slot >= 0 ? slot_callbacks[sink->slot] : drop_line;
 }

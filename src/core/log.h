@@ -8,13 +8,18 @@
  * level, rate-limits, and pushes ZKL_EV_LOG events (type = level, data = text) onto the
  * session's queue; the owner thread hands them to Lua like any other event.
  *
+ * Every session binds its sink, whatever its level: the library reports each failed
+ * connection attempt only as an ERROR line, and the sink hands those to the session's
+ * reconnection pacer (reconnect.h) before it filters by level.
+ *
  * Guarantees:
- * - Quiet by default: a sink at level 0 gets a callback that drops everything, and the
- *   library's process-wide level is the highest any bound sink asks for (0, nothing formatted,
- *   when none does).  Nothing is ever written to stderr here.
+ * - Quiet by default: a sink at level 0 passes nothing on, and the library's process-wide level
+ *   is ERROR while any sink is bound, higher only when a bound sink asks for more.  The library
+ *   formats an ERROR line only when something failed.  Nothing is ever written to stderr here.
  * - Lines reach only the session whose handle logged them, never another one.
  * - Rate limits, because with every server down the library retries in a loop (one host:
- *   an ERROR and a WARN per attempt; two hosts: 12,000 lines/s were measured):
+ *   an ERROR and a WARN per attempt; two hosts: 12,000 lines/s were measured before the
+ *   reconnection pacer; a policy with short pauses still gives many):
  *     ERROR and WARN lines from one place in the library (function and line) pass at most
  *     once per ZKL_LOG_REPEAT_S seconds, the next one shown saying how many were suppressed;
  *     at most ZKL_LOG_BURST lines per second pass at any level; at most ZKL_LOG_QUEUED wait
@@ -32,9 +37,10 @@
 #include <zookeeper/zookeeper.h>
 
 struct zkl_queue;
+struct zkl_reconnect;
 
 enum {
-    ZKL_LOG_SLOTS = 64,    /* sessions with a logger that may have a handle at once */
+    ZKL_LOG_SLOTS = 256,   /* sessions that may have a handle at once and be paced and heard */
     ZKL_LOG_REPEAT_S = 5,  /* one ERROR/WARN line per place in the library per this long */
     ZKL_LOG_BURST = 50,    /* lines per second per session, at most */
     ZKL_LOG_QUEUED = 1000, /* lines waiting for the owner, at most */
@@ -51,6 +57,7 @@ typedef struct zkl_log_place {
 typedef struct zkl_log_sink {
     pthread_mutex_t mutex;   /* guards everything below but the atomics */
     struct zkl_queue *queue; /* where lines go */
+    struct zkl_reconnect *reconnect; /* hears failed connection attempts; may be NULL */
     int level;               /* 0 none, 1 ERROR, 2 WARN, 3 INFO, 4 DEBUG */
     int slot;                /* the bound slot, or -1 */
     int bound;               /* a handle is using this sink's callback */
@@ -62,8 +69,10 @@ typedef struct zkl_log_sink {
     atomic_long queued;      /* lines pushed and not yet taken by the owner */
 } zkl_log_sink;
 
-/* level 0..4; 0 when the session has no logger.  Returns 0, or -1 (out of resources). */
-int zkl_log_sink_init(zkl_log_sink *sink, struct zkl_queue *queue, int level);
+/* level 0..4; 0 when the session has no logger.  reconnect may be NULL.  Returns 0, or -1
+ * (out of resources). */
+int zkl_log_sink_init(zkl_log_sink *sink, struct zkl_queue *queue, int level,
+                      struct zkl_reconnect *reconnect);
 void zkl_log_sink_destroy(zkl_log_sink *sink);
 
 /* The callback to hand zookeeper_init2 for a new handle; call zkl_log_sink_unbind() once that

@@ -38,6 +38,8 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
     if (type != ZOO_SESSION_EVENT)
         return;
     zkl_handle_ctx *hc = ctx;
+    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE)
+        zkl_reconnect_connected(&hc->session->reconnect);
     zkl_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return; /* out of memory: the next session event carries the state again */
@@ -64,7 +66,15 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
-    if (zkl_log_sink_init(&s->log, &s->queue, o->log_level) != 0) {
+    if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts) != 0) {
+        zkl_timers_destroy(&s->timers);
+        zkl_queue_destroy(&s->queue);
+        free(s->hosts);
+        free(s);
+        return NULL;
+    }
+    if (zkl_log_sink_init(&s->log, &s->queue, o->log_level, &s->reconnect) != 0) {
+        zkl_reconnect_destroy(&s->reconnect);
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
         free(s->hosts);
@@ -72,6 +82,8 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         return NULL;
     }
     s->timeout_ms = o->timeout_ms;
+    zkl_reconnect_policy policy = zkl_reconnect_default_policy(o->timeout_ms);
+    zkl_reconnect_set_policy(&s->reconnect, &policy);
     s->read_only = o->read_only;
     s->resume = o->resume;
     s->resume_id.client_id = o->session_id;
@@ -97,13 +109,16 @@ static int open_handle(zkl_session *s)
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int flags = ZOO_NO_LOG_CLIENTENV | (s->read_only ? ZOO_READONLY : 0);
     const clientid_t *resume = s->resume ? &s->resume_id : NULL;
+    zkl_reconnect_begin(&s->reconnect, hc->generation);
     log_callback_fn log_line = zkl_log_sink_bind(&s->log);
     zhandle_t *zh = zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
                                     log_line);
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    zkl_reconnect_set_handle(&s->reconnect, zh);
 
     if (!zh) {
+        zkl_reconnect_interrupt(&s->reconnect);
         zkl_log_sink_unbind(&s->log);
         free(hc);
         errno = saved ? saved : EINVAL;
@@ -152,6 +167,7 @@ static void close_handle(zkl_session *s, int rc)
     zkl_ops_drop_cork(s);
     atomic_store(&s->closing_rc, rc);
     if (s->zh) {
+        zkl_reconnect_interrupt(&s->reconnect); /* close joins the I/O thread: no pause left */
         zookeeper_close(s->zh);
         s->zh = NULL;
         free(s->handle_ctx);
@@ -183,6 +199,7 @@ int zkl_session_start(zkl_session *s)
     if (s->zh)
         return 0;
     s->stopped = 0;
+    s->gave_up = 0;
     if (open_handle(s) != 0) {
         s->stopped = 1;
         return -1;
@@ -283,6 +300,7 @@ void zkl_session_free(zkl_session *s)
     free(s->listeners);
     zkl_watch_routes_free(&s->watch_routes);
     zkl_log_sink_destroy(&s->log);
+    zkl_reconnect_destroy(&s->reconnect);
     free(s->read_buffer);
     free(s->hosts);
     free(s);
@@ -337,6 +355,20 @@ static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int
     return lost;
 }
 
+/* The connection retry policy gave up (reconnect.h): the client stops as kazoo's does then,
+ * LOST and CLOSED, every op in flight failed with ZCLOSING; start() may try again. */
+static zkl_event *give_up_connecting(zkl_session *s)
+{
+    s->gave_up = 1;
+    s->stopped = 1;
+    s->needs_open = 0;
+    end_suspension(s);
+    close_handle(s, ZCLOSING);
+    s->state = ZKL_LOST;
+    s->client_state = ZKL_CS_CLOSED;
+    return new_state_event(s);
+}
+
 /* Runs the state machine on one raw session event; returns a STATE event to deliver when the
  * kazoo state or the client state changed, else NULL. */
 static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
@@ -344,6 +376,8 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     if (raw->generation != s->generation || s->stopped)
         return NULL; /* from a handle already closed */
     int st = raw->zk_state;
+    if (st == ZKL_GAVE_UP_STATE)
+        return give_up_connecting(s);
     if (st == ZOO_EXPIRED_SESSION_STATE)
         return lose_session(s, ZKL_CS_EXPIRED_SESSION, ZSESSIONEXPIRED, 1);
     if (st == ZOO_AUTH_FAILED_STATE)
@@ -604,4 +638,19 @@ int zkl_session_remember_auth(zkl_session *s, const char *scheme, const char *cr
     a->len = len;
     s->auth_count++;
     return 0;
+}
+
+void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy *policy)
+{
+    zkl_reconnect_set_policy(&s->reconnect, policy);
+}
+
+int zkl_session_gave_up_connecting(const zkl_session *s)
+{
+    return s->gave_up;
+}
+
+long zkl_session_failed_connection_attempts(zkl_session *s)
+{
+    return atomic_load(&s->reconnect.attempts_failed);
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "reconnect.h"
 
 typedef struct zkl_session zkl_session;
 
@@ -34,6 +35,13 @@ typedef struct zkl_session_options {
 } zkl_session_options;
 
 zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when out of memory */
+/* kazoo's connection_retry (reconnect.h); the default is zkl_reconnect_default_policy() of the
+ * session timeout.  Takes effect from the next connection attempt. */
+void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy *policy);
+/* 1 when the connection retry policy gave up and stopped the session (until the next start). */
+int zkl_session_gave_up_connecting(const zkl_session *s);
+/* Connection attempts that failed (and connections that broke) since the session was made. */
+long zkl_session_failed_connection_attempts(zkl_session *s);
 int zkl_session_start(zkl_session *s);  /* 0, or -1 with errno (bad host list) */
 void zkl_session_stop(zkl_session *s);  /* idempotent */
 void zkl_session_free(zkl_session *s);  /* stops first */

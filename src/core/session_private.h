@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "queue.h"
+#include "reconnect.h"
 #include "session.h"
 #include "timers.h"
 #include "watch_routes.h"
@@ -59,6 +60,8 @@ struct zkl_session {
      * the watch event before the data that changed. */
     long watches_out;
     zkl_log_sink log;         /* libzookeeper's lines for this session's handles */
+    zkl_reconnect reconnect;  /* paces the library's reconnection attempts (connection_retry) */
+    int gave_up;              /* the connection retry policy gave up: stopped, not by stop() */
 
     zkl_auth *auths;
     int auth_count;

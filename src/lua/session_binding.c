@@ -117,6 +117,38 @@ static int session_stop(lua_State *L)
     return 0;
 }
 
+/* set_connection_retry(max_tries, delay, backoff, max_jitter, max_delay [, deadline]): kazoo's
+ * connection_retry (checked by zklua.retry before it gets here). */
+static int session_set_connection_retry(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    zkl_reconnect_policy p;
+    p.max_tries = (int)luaL_checkinteger(L, 2);
+    p.delay = luaL_checknumber(L, 3);
+    p.backoff = luaL_checknumber(L, 4);
+    p.max_jitter = luaL_checknumber(L, 5);
+    p.max_delay = luaL_checknumber(L, 6);
+    p.deadline = luaL_optnumber(L, 7, -1.0);
+    luaL_argcheck(L, p.max_tries >= -1, 2, "max_tries must be >= -1");
+    luaL_argcheck(L, p.delay >= 0 && p.backoff >= 0 && p.max_delay >= 0, 3,
+                  "delays must be >= 0");
+    luaL_argcheck(L, p.max_jitter >= 0 && p.max_jitter <= 1, 5, "max_jitter must be 0..1");
+    zkl_session_set_connection_retry(s, &p);
+    return 0;
+}
+
+static int session_gave_up_connecting(lua_State *L)
+{
+    lua_pushboolean(L, zkl_session_gave_up_connecting(check_session(L)));
+    return 1;
+}
+
+static int session_failed_connection_attempts(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)zkl_session_failed_connection_attempts(check_session(L)));
+    return 1;
+}
+
 static int session_close(lua_State *L)
 {
     session_box *box = luaL_checkudata(L, 1, SESSION_METATABLE);
@@ -614,6 +646,9 @@ static int session_gc(lua_State *L)
 static const luaL_Reg session_methods[] = {
     {"start", session_start},
     {"stop", session_stop},
+    {"set_connection_retry", session_set_connection_retry},
+    {"gave_up_connecting", session_gave_up_connecting},
+    {"failed_connection_attempts", session_failed_connection_attempts},
     {"close", session_close},
     {"fileno", session_fileno},
     {"wait", session_wait},

@@ -1,0 +1,91 @@
+/*
+ * reconnect.h — kazoo's connection_retry on top of libzookeeper's own reconnection loop.
+ *
+ * libzookeeper reconnects by itself, and with every server down it does so without pausing:
+ * about 11,000 connection attempts a second against refusing servers, nearly a whole core of
+ * client CPU for as long as the outage lasts (measured with a plain C client on 3.8.0), and
+ * every client of a fleet hammering the ensemble as it comes back.  kazoo instead makes a pass
+ * over its hosts, then sleeps, longer after each failed pass (its connection_retry policy), and
+ * gives up after max_tries passes or a deadline.
+ *
+ * The library offers no hook between attempts, but it reports every failed attempt through the
+ * handle's log callback ("Socket <host> zk retcode=<rc>, errno=...", logged before it moves on)
+ * on its I/O thread.  The session's log sink hands those lines here, and this pacer keeps
+ * kazoo's policy by pausing that thread:
+ * - a pass is one attempt per host listed; after each failed pass the I/O thread pauses for the
+ *   policy's delay (times 1 ± max_jitter), which grows by backoff up to max_delay;
+ * - after max_tries failed passes (-1: never) or when the next pause would end past the
+ *   deadline counted from the first failure, it gives up: it pushes a session event
+ *   (ZKL_GAVE_UP_STATE) for the owner, which closes the handle, and pauses until then;
+ * - a connection made resets everything (kazoo's retry.reset()); the drop of a live connection
+ *   is not a failed attempt, so ops in flight hear their ConnectionLoss without delay, and the
+ *   first pass after a drop starts at once.
+ * A pause is interrupted, and no other starts, once zkl_reconnect_interrupt() is called: the
+ * owner does so before zookeeper_close(), which joins the I/O thread.  Ops made while the
+ * client waits between passes fail with ConnectionLoss at the next failed attempt, as they
+ * would without the pause.
+ */
+#ifndef ZKL_RECONNECT_H
+#define ZKL_RECONNECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <zookeeper/zookeeper.h>
+
+struct zkl_queue;
+
+/* A session event the library never sends: the connection retry policy gave up. */
+enum { ZKL_GAVE_UP_STATE = -1000 };
+
+typedef struct zkl_reconnect_policy {
+    int max_tries;     /* failed passes retried; -1: for ever (kazoo's max_tries) */
+    double delay;      /* first pause, seconds */
+    double backoff;    /* each pause is the last times this */
+    double max_jitter; /* a pause is delay * (1 +- max_jitter), 0..1 */
+    double max_delay;  /* the longest pause, seconds */
+    double deadline;   /* seconds from the first failure to giving up; < 0: none */
+} zkl_reconnect_policy;
+
+typedef struct zkl_reconnect {
+    pthread_mutex_t mutex; /* guards everything but the atomics */
+    pthread_cond_t wake;   /* signalled by zkl_reconnect_interrupt() */
+    zkl_reconnect_policy policy;
+    struct zkl_queue *queue;
+    int hosts;             /* attempts in one pass: the hosts listed */
+    int failures;          /* failed attempts in the current pass */
+    int passes_failed;     /* since the last connection */
+    double next_delay;     /* the next pause before jitter, seconds */
+    double first_failure;  /* monotonic seconds; 0: none since the last connection */
+    int interrupted;       /* the handle is closing: pause no more */
+    int gave_up;
+    uint64_t generation;   /* of the handle being paced (for the give-up event) */
+    uint64_t random_state; /* for the jitter */
+    _Atomic(zhandle_t *) zh; /* that handle, NULL until known */
+    atomic_long attempts_failed; /* since the session was made, for tests and stats */
+} zkl_reconnect;
+
+/* The default policy for a session timeout: for ever, 0.1 s doubling up to a tenth of the
+ * session timeout (at most 1 s, at least 0.1 s), jitter 0.4, no deadline.  Short enough that
+ * a server coming back is found well within the session's life. */
+zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms);
+
+int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts);
+void zkl_reconnect_destroy(zkl_reconnect *r);
+/* Owner thread, while no handle is open. */
+void zkl_reconnect_set_policy(zkl_reconnect *r, const zkl_reconnect_policy *policy);
+
+/* Owner thread: a new handle of this generation starts (zh may be NULL until init returns). */
+void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation);
+void zkl_reconnect_set_handle(zkl_reconnect *r, zhandle_t *zh);
+/* Any thread: the handle connected. */
+void zkl_reconnect_connected(zkl_reconnect *r);
+/* Owner thread, before zookeeper_close(): ends any pause, and no other starts. */
+void zkl_reconnect_interrupt(zkl_reconnect *r);
+
+/* The library's I/O thread: one failed connection attempt (or a dropped connection); may
+ * pause the calling thread. */
+void zkl_reconnect_attempt_failed(zkl_reconnect *r);
+
+#endif
