@@ -294,8 +294,9 @@ function Client:start(timeout)
   if self._stopped and self._session and self._session:gave_up_connecting() then
     local r = self._connection_retry
     errors.raise(errors.TimeoutError, "could not connect to " .. self.hosts ..
-                 " within the connection retry policy (max_tries " .. tostring(r.max_tries) ..
-                 (r.deadline and ", deadline " .. r.deadline .. " s" or "") .. ")")
+                 " within the connection retry policy (max_tries " ..
+                 tostring(r and r.max_tries) ..
+                 (r and r.deadline and ", deadline " .. r.deadline .. " s" or "") .. ")")
   elseif self._stopped then
     errors.raise(errors.ConnectionClosedError, "the client was stopped while starting")
   end

@@ -31,8 +31,10 @@ enum {
 /* Whether the op may run directly now; if so, makes *op a fresh op event for it. */
 static int direct_op(zkl_session *s, zkl_event *op, zkl_op_type type)
 {
+    /* The library's own state too: the owner hears of a drop only through the queue, and a
+     * synchronous call made in between would wait on a handle that is reconnecting. */
     if (!s->zh || s->state != ZKL_CONNECTED || s->held || s->watches_out > 0 ||
-        !zkl_queue_is_idle(&s->queue))
+        !zkl_queue_is_idle(&s->queue) || zoo_state(s->zh) != ZOO_CONNECTED_STATE)
         return 0;
     memset(op, 0, sizeof *op);
     op->kind = ZKL_EV_OP;

@@ -5,12 +5,21 @@
 #include "reconnect.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "event.h"
 #include "queue.h"
+
+enum {
+    LONGEST_PAUSE_S = 1000000,   /* a longer pause lasts until the handle closes */
+    GAVE_UP_PAUSE_S = 1          /* after giving up, until the owner closes the handle */
+};
 
 static double monotonic_seconds(void)
 {
@@ -31,14 +40,51 @@ zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms)
     return p;
 }
 
-/* One attempt per host of "h1:p1,h2:p2/chroot". */
-static int count_hosts(const char *hosts)
+/* The addresses one host:port entry stands for, looked up as the library does (a name may
+ * stand for several servers); 1 when it does not resolve now. */
+static int count_addresses(const char *entry, size_t len)
 {
-    int n = 1;
-    for (const char *c = hosts; *c && *c != '/'; c++)
-        if (*c == ',')
-            n++;
+    char host[256];
+    if (len == 0 || len >= sizeof host)
+        return 1;
+    memcpy(host, entry, len);
+    host[len] = '\0';
+    char *port = strrchr(host, ':');
+    if (!port || port == host)
+        return 1;
+    *port++ = '\0';
+    char *name = host;
+    size_t name_len = strlen(name);
+    if (name[0] == '[' && name_len > 1 && name[name_len - 1] == ']') { /* [v6 literal] */
+        name[name_len - 1] = '\0';
+        name++;
+    }
+    struct addrinfo hints, *found = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    hints.ai_flags = AI_ADDRCONFIG;
+    if (getaddrinfo(name, port, &hints, &found) != 0 || !found)
+        return 1;
+    int n = 0;
+    for (struct addrinfo *a = found; a; a = a->ai_next)
+        n++;
+    freeaddrinfo(found);
     return n;
+}
+
+/* Attempts in one pass: every address of every entry of "h1:p1,h2:p2/chroot". */
+static int count_pass_attempts(const char *hosts)
+{
+    size_t end = strcspn(hosts, "/");
+    int n = 0;
+    for (size_t at = 0; at < end;) {
+        size_t len = strcspn(hosts + at, ",/");
+        n += count_addresses(hosts + at, len);
+        at += len + 1;
+    }
+    return n > 0 ? n : 1;
 }
 
 int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts)
@@ -56,7 +102,13 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
         return -1;
     }
     r->queue = queue;
-    r->hosts = count_hosts(hosts);
+    r->hosts_spec = strdup(hosts);
+    if (!r->hosts_spec) {
+        pthread_cond_destroy(&r->wake);
+        pthread_mutex_destroy(&r->mutex);
+        return -1;
+    }
+    r->hosts = 1;
     struct timespec seed;
     clock_gettime(CLOCK_REALTIME, &seed);
     r->random_state = ((uint64_t)seed.tv_nsec << 20) ^ (uint64_t)(uintptr_t)r ^ 0x9E3779B97F4A7C15ULL;
@@ -68,6 +120,7 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
 
 void zkl_reconnect_destroy(zkl_reconnect *r)
 {
+    free(r->hosts_spec);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
 }
@@ -90,7 +143,9 @@ static void reset_locked(zkl_reconnect *r)
 
 void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation)
 {
+    int attempts = count_pass_attempts(r->hosts_spec); /* as zookeeper_init2 resolves them */
     pthread_mutex_lock(&r->mutex);
+    r->hosts = attempts;
     reset_locked(r);
     r->interrupted = 0;
     r->gave_up = 0;
@@ -120,15 +175,18 @@ void zkl_reconnect_interrupt(zkl_reconnect *r)
     pthread_mutex_unlock(&r->mutex);
 }
 
-/* The failure is the drop of a live connection: the library still shows the handle as
- * connected while it logs why the connection ended. */
-static int was_connected(zkl_reconnect *r)
+/* Whether the line reports a failed attempt to connect.  Otherwise it reports the drop of a
+ * live connection (the library still shows the handle connected while it logs why it ended)
+ * or a server's verdict on the session (expired, auth failed), which kazoo does not count
+ * either: it resets its retry. */
+static int is_failed_attempt(zkl_reconnect *r)
 {
     zhandle_t *zh = atomic_load(&r->zh);
     if (!zh)
-        return 0;
+        return 1; /* the handle's first attempt failed before zookeeper_init2 returned */
     int state = zoo_state(zh);
-    return state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE;
+    return state != ZOO_CONNECTED_STATE && state != ZOO_READONLY_STATE &&
+           state != ZOO_EXPIRED_SESSION_STATE && state != ZOO_AUTH_FAILED_STATE;
 }
 
 /* Tells the owner the policy gave up (a session event of the paced handle). */
@@ -143,21 +201,27 @@ static void push_gave_up(zkl_reconnect *r)
     zkl_queue_push(r->queue, ev);
 }
 
-/* Waits until interrupted or `seconds` passed (for ever when seconds < 0).  Mutex held. */
+/* Waits until interrupted or `seconds` passed; a pause beyond LONGEST_PAUSE_S (an infinite
+ * delay included) lasts until interrupted.  Mutex held. */
 static void pause_locked(zkl_reconnect *r, double seconds)
 {
+    int timed = seconds < LONGEST_PAUSE_S; /* false for NaN too */
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    if (seconds >= 0) {
-        double end = (double)until.tv_sec + (double)until.tv_nsec / 1e9 + seconds;
-        until.tv_sec = (time_t)end;
-        until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
+    if (timed) {
+        double whole = floor(seconds);
+        until.tv_sec += (time_t)whole;
+        until.tv_nsec += (long)((seconds - whole) * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
     }
     while (!r->interrupted) {
-        if (seconds < 0)
-            pthread_cond_wait(&r->wake, &r->mutex);
-        else if (pthread_cond_timedwait(&r->wake, &r->mutex, &until) == ETIMEDOUT)
-            break;
+        int rc = timed ? pthread_cond_timedwait(&r->wake, &r->mutex, &until)
+                       : pthread_cond_wait(&r->wake, &r->mutex);
+        if (rc != 0)
+            break; /* timed out (or could not wait at all: never spin holding the mutex) */
     }
 }
 
@@ -193,29 +257,46 @@ static double next_pause_locked(zkl_reconnect *r, double now)
     return pause;
 }
 
+/* The pass is over and failed: pause, or give up.  Mutex held. */
+static void end_failed_pass_locked(zkl_reconnect *r, double now)
+{
+    r->failures = 0;
+    double pause = next_pause_locked(r, now);
+    if (pause >= 0) {
+        pause_locked(r, pause);
+        return;
+    }
+    /* No pause on this line: the library fails what waits to be sent once the line is
+     * logged, and a synchronous call could be among it. */
+    r->gave_up = 1;
+    push_gave_up(r);
+}
+
 void zkl_reconnect_attempt_failed(zkl_reconnect *r)
 {
-    atomic_fetch_add(&r->attempts_failed, 1);
-    int dropped = was_connected(r);
+    int failed_attempt = is_failed_attempt(r);
     pthread_mutex_lock(&r->mutex);
-    if (dropped) {
+    if (r->interrupted) {
+        pthread_mutex_unlock(&r->mutex);
+        return; /* closing: the library stops trying */
+    }
+    if (!failed_attempt) {
         reset_locked(r); /* the passes start with the next attempt, at once */
         pthread_mutex_unlock(&r->mutex);
         return;
     }
-    double now = monotonic_seconds();
-    if (r->first_failure == 0)
-        r->first_failure = now;
-    if (r->interrupted || r->gave_up || ++r->failures < r->hosts) {
+    if (r->gave_up) {
+        /* Waiting for the owner to close the handle: slow the library down meanwhile, in
+         * slices, so that anything handed to it since still fails within a slice. */
+        pause_locked(r, GAVE_UP_PAUSE_S);
         pthread_mutex_unlock(&r->mutex);
         return;
     }
-    r->failures = 0;
-    double pause = next_pause_locked(r, now);
-    if (pause < 0) {
-        r->gave_up = 1;
-        push_gave_up(r);
-    }
-    pause_locked(r, pause); /* after giving up: until the owner closes the handle */
+    atomic_fetch_add(&r->attempts_failed, 1); /* those the policy made: not after it gave up */
+    double now = monotonic_seconds();
+    if (r->first_failure == 0)
+        r->first_failure = now;
+    if (++r->failures >= r->hosts)
+        end_failed_pass_locked(r, now);
     pthread_mutex_unlock(&r->mutex);
 }

@@ -12,14 +12,17 @@
  * handle's log callback ("Socket <host> zk retcode=<rc>, errno=...", logged before it moves on)
  * on its I/O thread.  The session's log sink hands those lines here, and this pacer keeps
  * kazoo's policy by pausing that thread:
- * - a pass is one attempt per host listed; after each failed pass the I/O thread pauses for the
- *   policy's delay (times 1 ± max_jitter), which grows by backoff up to max_delay;
+ * - a pass is one attempt per address the hosts stand for (looked up when a handle opens, as
+ *   the library does); after each failed pass the I/O thread pauses for the policy's delay
+ *   (times 1 +- max_jitter), which grows by backoff up to max_delay;
  * - after max_tries failed passes (-1: never) or when the next pause would end past the
  *   deadline counted from the first failure, it gives up: it pushes a session event
- *   (ZKL_GAVE_UP_STATE) for the owner, which closes the handle, and pauses until then;
- * - a connection made resets everything (kazoo's retry.reset()); the drop of a live connection
- *   is not a failed attempt, so ops in flight hear their ConnectionLoss without delay, and the
- *   first pass after a drop starts at once.
+ *   (ZKL_GAVE_UP_STATE) for the owner, which closes the handle; until then each further
+ *   attempt pauses GAVE_UP_PAUSE_S (reconnect.c);
+ * - a connection made resets everything (kazoo's retry.reset()), and so does a server's verdict
+ *   on the session (expired, auth failed); the drop of a live connection is not a failed
+ *   attempt, so ops in flight hear their ConnectionLoss without delay, and the first pass
+ *   after it starts at once.
  * A pause is interrupted, and no other starts, once zkl_reconnect_interrupt() is called: the
  * owner does so before zookeeper_close(), which joins the I/O thread.  Ops made while the
  * client waits between passes fail with ConnectionLoss at the next failed attempt, as they
@@ -53,7 +56,8 @@ typedef struct zkl_reconnect {
     pthread_cond_t wake;   /* signalled by zkl_reconnect_interrupt() */
     zkl_reconnect_policy policy;
     struct zkl_queue *queue;
-    int hosts;             /* attempts in one pass: the hosts listed */
+    char *hosts_spec;      /* the session's host list */
+    int hosts;             /* attempts in one pass: the addresses the hosts stand for */
     int failures;          /* failed attempts in the current pass */
     int passes_failed;     /* since the last connection */
     double next_delay;     /* the next pause before jitter, seconds */
@@ -63,7 +67,7 @@ typedef struct zkl_reconnect {
     uint64_t generation;   /* of the handle being paced (for the give-up event) */
     uint64_t random_state; /* for the jitter */
     _Atomic(zhandle_t *) zh; /* that handle, NULL until known */
-    atomic_long attempts_failed; /* since the session was made, for tests and stats */
+    atomic_long attempts_failed; /* failed connection attempts since the session was made */
 } zkl_reconnect;
 
 /* The default policy for a session timeout: for ever, 0.1 s doubling up to a tenth of the
@@ -84,8 +88,8 @@ void zkl_reconnect_connected(zkl_reconnect *r);
 /* Owner thread, before zookeeper_close(): ends any pause, and no other starts. */
 void zkl_reconnect_interrupt(zkl_reconnect *r);
 
-/* The library's I/O thread: one failed connection attempt (or a dropped connection); may
- * pause the calling thread. */
+/* The library's I/O thread: it reported a socket failure (a failed connection attempt, a
+ * dropped connection, or a session the server ended); may pause the calling thread. */
 void zkl_reconnect_attempt_failed(zkl_reconnect *r);
 
 #endif

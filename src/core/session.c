@@ -377,7 +377,7 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
         return NULL; /* from a handle already closed */
     int st = raw->zk_state;
     if (st == ZKL_GAVE_UP_STATE)
-        return give_up_connecting(s);
+        return s->zh ? give_up_connecting(s) : NULL; /* NULL: that handle is closed already */
     if (st == ZOO_EXPIRED_SESSION_STATE)
         return lose_session(s, ZKL_CS_EXPIRED_SESSION, ZSESSIONEXPIRED, 1);
     if (st == ZOO_AUTH_FAILED_STATE)

@@ -40,7 +40,7 @@ zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when o
 void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy *policy);
 /* 1 when the connection retry policy gave up and stopped the session (until the next start). */
 int zkl_session_gave_up_connecting(const zkl_session *s);
-/* Connection attempts that failed (and connections that broke) since the session was made. */
+/* Connection attempts that failed since the session was made (not drops of live ones). */
 long zkl_session_failed_connection_attempts(zkl_session *s);
 int zkl_session_start(zkl_session *s);  /* 0, or -1 with errno (bad host list) */
 void zkl_session_stop(zkl_session *s);  /* idempotent */

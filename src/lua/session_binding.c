@@ -13,6 +13,7 @@
  * s:await(id) returns op id's event the same way once nothing else comes before it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +124,8 @@ static int session_set_connection_retry(lua_State *L)
 {
     zkl_session *s = check_session(L);
     zkl_reconnect_policy p;
-    p.max_tries = (int)luaL_checkinteger(L, 2);
+    lua_Integer tries = luaL_checkinteger(L, 2);
+    p.max_tries = tries > INT_MAX ? INT_MAX : (int)tries;
     p.delay = luaL_checknumber(L, 3);
     p.backoff = luaL_checknumber(L, 4);
     p.max_jitter = luaL_checknumber(L, 5);
