@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "event.h"
 #include "queue.h"
 #include "reconnect.h"
@@ -38,13 +39,6 @@ const char *zkl_log_level_name(int level)
 int zkl_log_library_level(void)
 {
     return atomic_load(&library_level);
-}
-
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- one line ---- */
@@ -172,7 +166,7 @@ static zkl_log_place *place_of(zkl_log_sink *sink, const char *where)
 static int admit_locked(zkl_log_sink *sink, const library_line *line, long *repeats,
                         long *dropped)
 {
-    double now = monotonic_seconds();
+    double now = zkl_monotonic_seconds();
     if (line->level <= ZOO_LOG_LEVEL_WARN) {
         zkl_log_place *place = place_of(sink, line->where);
         if (now - place->last_shown < ZKL_LOG_REPEAT_S) {

@@ -26,6 +26,8 @@ enum {
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 int zkl_queue_init(zkl_queue *q)
 {
     q->head = q->tail = q->pending = q->taken = NULL;
@@ -42,15 +44,11 @@ int zkl_queue_init(zkl_queue *q)
         errno = ENOMEM;
         return -1;
     }
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&q->idle, &attr);
-    if (rc == 0 && pthread_cond_init(&q->ready, &attr) != 0) {
+    int rc = zkl_cond_init_monotonic(&q->idle);
+    if (rc == 0 && zkl_cond_init_monotonic(&q->ready) != 0) {
         pthread_cond_destroy(&q->idle);
         rc = -1;
     }
-    pthread_condattr_destroy(&attr);
     if (rc != 0) {
         pthread_mutex_destroy(&q->mutex);
         close(q->fd);
@@ -219,22 +217,9 @@ zkl_event *zkl_queue_pop(zkl_queue *q)
     return ev;
 }
 
-static struct timespec deadline_after_us(long us)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += us / 1000000L;
-    t.tv_nsec += (us % 1000000L) * 1000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 static struct timespec deadline_after(int timeout_ms)
 {
-    return deadline_after_us((long)timeout_ms * 1000L);
+    return zkl_monotonic_after_us((long long)timeout_ms * 1000LL);
 }
 
 static struct timespec earlier(struct timespec a, struct timespec b)
@@ -261,7 +246,7 @@ int zkl_queue_wait(zkl_queue *q, int timeout_ms)
     }
     if (q->head && q->length < BATCH_EVENTS && q->pending_count >= BATCH_MIN_PENDING) {
         /* a deep pipeline: let a batch gather (bounded by the caller's deadline too) */
-        struct timespec batch = deadline_after_us(BATCH_DELAY_US);
+        struct timespec batch = zkl_monotonic_after_us(BATCH_DELAY_US);
         if (timeout_ms >= 0)
             batch = earlier(batch, deadline);
         q->wake_at_length = BATCH_EVENTS;

@@ -6,13 +6,13 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "event.h"
 #include "queue.h"
 
@@ -20,13 +20,6 @@ enum {
     LONGEST_PAUSE_S = 1000000,   /* a longer pause lasts until the handle closes */
     GAVE_UP_PAUSE_S = 1          /* after giving up, until the owner closes the handle */
 };
-
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms)
 {
@@ -92,12 +85,7 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
     memset(r, 0, sizeof *r);
     if (pthread_mutex_init(&r->mutex, NULL) != 0)
         return -1;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&r->wake, &attr);
-    pthread_condattr_destroy(&attr);
-    if (rc != 0) {
+    if (zkl_cond_init_monotonic(&r->wake) != 0) {
         pthread_mutex_destroy(&r->mutex);
         return -1;
     }
@@ -206,17 +194,7 @@ static void push_gave_up(zkl_reconnect *r)
 static void pause_locked(zkl_reconnect *r, double seconds)
 {
     int timed = seconds < LONGEST_PAUSE_S; /* false for NaN too */
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    if (timed) {
-        double whole = floor(seconds);
-        until.tv_sec += (time_t)whole;
-        until.tv_nsec += (long)((seconds - whole) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec until = zkl_monotonic_after_us(timed ? (long long)(seconds * 1e6) : 0);
     while (!r->interrupted) {
         int rc = timed ? pthread_cond_timedwait(&r->wake, &r->mutex, &until)
                        : pthread_cond_wait(&r->wake, &r->mutex);
@@ -293,7 +271,7 @@ void zkl_reconnect_attempt_failed(zkl_reconnect *r)
         return;
     }
     atomic_fetch_add(&r->attempts_failed, 1); /* those the policy made: not after it gave up */
-    double now = monotonic_seconds();
+    double now = zkl_monotonic_seconds();
     if (r->first_failure == 0)
         r->first_failure = now;
     if (++r->failures >= r->hosts)

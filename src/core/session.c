@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 enum {
@@ -219,13 +220,6 @@ static zkl_event *new_state_event(zkl_session *s)
     return ev;
 }
 
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
-}
-
 /* The suspension timer's event only has to wake the owner: next() then runs the check. */
 static void suspension_timer_due(zkl_session *s, const zkl_event *ev, void *ctx)
 {
@@ -236,7 +230,7 @@ static void suspension_timer_due(zkl_session *s, const zkl_event *ev, void *ctx)
 
 static void begin_suspension(zkl_session *s)
 {
-    s->suspended_at_ms = monotonic_ms();
+    s->suspended_at_ms = zkl_monotonic_ms();
     s->suspended_timeout_ms = s->zh ? zoo_recv_timeout(s->zh) : s->timeout_ms;
     zkl_route wake = {suspension_timer_due, NULL};
     /* 0 when no timer could be armed: the owner's wait slices still bring it to the check */
@@ -322,7 +316,7 @@ static long long suspension_ms_left(const zkl_session *s)
 {
     if (s->state != ZKL_SUSPENDED || s->suspended_at_ms == 0 || s->stopped)
         return -1;
-    long long left = s->suspended_at_ms + s->suspended_timeout_ms - monotonic_ms();
+    long long left = s->suspended_at_ms + s->suspended_timeout_ms - zkl_monotonic_ms();
     return left > 0 ? left : 0;
 }
 

@@ -11,20 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "queue.h"
 #include "session_private.h"
 
 static struct timespec now_plus_ms(long ms)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
+    return zkl_monotonic_after_us((long long)ms * 1000LL);
 }
 
 static int before(struct timespec a, struct timespec b)
@@ -113,11 +106,7 @@ int zkl_timers_init(zkl_timers *t, struct zkl_queue *queue)
     t->queue = queue;
     if (pthread_mutex_init(&t->mutex, NULL) != 0)
         return -1;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&t->changed, &attr);
-    pthread_condattr_destroy(&attr);
+    int rc = zkl_cond_init_monotonic(&t->changed);
     if (rc != 0) {
         pthread_mutex_destroy(&t->mutex);
         return -1;
