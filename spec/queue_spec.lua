@@ -210,6 +210,8 @@ describe("Queue", function()
       assert.are.equal("got", (ud:outcome()))
       assert.are.equal("kept", ud:value())
       assert.is_false(ud:ambiguous())
+      -- b was cut off too: it reconnects at its next paced attempt (src/core/reconnect.c)
+      testing.wait_for(function() return b.state == "CONNECTED" end, 30, "b's reconnection")
       assert.is_nil(b:Queue(path):get())
     end)
 
