@@ -4,8 +4,6 @@
  */
 #include "reconnect.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -17,8 +15,8 @@
 #include "queue.h"
 
 enum {
-    LONGEST_PAUSE_S = 1000000,   /* a longer pause lasts until the handle closes */
-    GAVE_UP_PAUSE_S = 1          /* after giving up, until the owner closes the handle */
+    LONGEST_PAUSE_S = 1000000, /* a longer pause lasts until the handle closes */
+    GAVE_UP_PAUSE_S = 1        /* after giving up, until the owner closes the handle */
 };
 
 zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms)
