@@ -78,7 +78,8 @@ static int count_pass_attempts(const char *hosts)
     return n > 0 ? n : 1;
 }
 
-int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts)
+int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts,
+                       int session_timeout_ms)
 {
     memset(r, 0, sizeof *r);
     if (pthread_mutex_init(&r->mutex, NULL) != 0)
@@ -94,11 +95,11 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
         pthread_mutex_destroy(&r->mutex);
         return -1;
     }
-    r->hosts = 1;
+    r->pass_attempts = 1;
     struct timespec seed;
     clock_gettime(CLOCK_REALTIME, &seed);
     r->random_state = ((uint64_t)seed.tv_nsec << 20) ^ (uint64_t)(uintptr_t)r ^ 0x9E3779B97F4A7C15ULL;
-    r->policy = zkl_reconnect_default_policy(10000);
+    r->policy = zkl_reconnect_default_policy(session_timeout_ms);
     atomic_init(&r->zh, NULL);
     atomic_init(&r->attempts_failed, 0);
     return 0;
@@ -131,7 +132,7 @@ void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation)
 {
     int attempts = count_pass_attempts(r->hosts_spec); /* as zookeeper_init2 resolves them */
     pthread_mutex_lock(&r->mutex);
-    r->hosts = attempts;
+    r->pass_attempts = attempts;
     reset_locked(r);
     r->interrupted = 0;
     r->gave_up = 0;
@@ -180,7 +181,7 @@ static void push_gave_up(zkl_reconnect *r)
 {
     zkl_event *ev = calloc(1, sizeof *ev);
     if (!ev)
-        return; /* out of memory: the owner's session-timeout check still ends it */
+        return; /* out of memory: the client goes on trying, a pause per attempt */
     ev->kind = ZKL_EV_SESSION;
     ev->zk_state = ZKL_GAVE_UP_STATE;
     ev->generation = r->generation;
@@ -272,7 +273,7 @@ void zkl_reconnect_attempt_failed(zkl_reconnect *r)
     double now = zkl_monotonic_seconds();
     if (r->first_failure == 0)
         r->first_failure = now;
-    if (++r->failures >= r->hosts)
+    if (++r->failures >= r->pass_attempts)
         end_failed_pass_locked(r, now);
     pthread_mutex_unlock(&r->mutex);
 }

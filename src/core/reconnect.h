@@ -57,7 +57,7 @@ typedef struct zkl_reconnect {
     zkl_reconnect_policy policy;
     struct zkl_queue *queue;
     char *hosts_spec;      /* the session's host list */
-    int hosts;             /* attempts in one pass: the addresses the hosts stand for */
+    int pass_attempts;     /* attempts in one pass: the addresses the hosts stand for */
     int failures;          /* failed attempts in the current pass */
     int passes_failed;     /* since the last connection */
     double next_delay;     /* the next pause before jitter, seconds */
@@ -75,7 +75,9 @@ typedef struct zkl_reconnect {
  * a server coming back is found well within the session's life. */
 zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms);
 
-int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts);
+/* Starts with the default policy for the session timeout.  0, or -1 (out of resources). */
+int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *hosts,
+                       int session_timeout_ms);
 void zkl_reconnect_destroy(zkl_reconnect *r);
 /* Owner thread, while no handle is open. */
 void zkl_reconnect_set_policy(zkl_reconnect *r, const zkl_reconnect_policy *policy);

@@ -67,7 +67,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         free(s);
         return NULL;
     }
-    if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts) != 0) {
+    if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts, o->timeout_ms) != 0) {
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
         free(s->hosts);
@@ -83,8 +83,6 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         return NULL;
     }
     s->timeout_ms = o->timeout_ms;
-    zkl_reconnect_policy policy = zkl_reconnect_default_policy(o->timeout_ms);
-    zkl_reconnect_set_policy(&s->reconnect, &policy);
     s->read_only = o->read_only;
     s->resume = o->resume;
     s->resume_id.client_id = o->session_id;
@@ -353,14 +351,9 @@ static zkl_event *lose_session(zkl_session *s, zkl_client_state why, int rc, int
  * LOST and CLOSED, every op in flight failed with ZCLOSING; start() may try again. */
 static zkl_event *give_up_connecting(zkl_session *s)
 {
+    zkl_session_stop(s); /* queues the state event, delivered in order */
     s->gave_up = 1;
-    s->stopped = 1;
-    s->needs_open = 0;
-    end_suspension(s);
-    close_handle(s, ZCLOSING);
-    s->state = ZKL_LOST;
-    s->client_state = ZKL_CS_CLOSED;
-    return new_state_event(s);
+    return NULL;
 }
 
 /* Runs the state machine on one raw session event; returns a STATE event to deliver when the
