@@ -52,7 +52,8 @@ return function(info)
       "- An empty cell: that client has no such workload (raw C has no recipes; kazoo has no " ..
       "PartitionAllocator, and its partition function is round_robin only), or it could " ..
       "not run it (a note above says why).",
-      "- The server runs on the same cores as the clients, so throughput and latency are " ..
+      "- The server runs on the same cores as the clients (and, in the nginx rows, as nginx " ..
+      "and wrk), so throughput and latency are " ..
       "partly the server's; client CPU per op (user+sys of the client process, library " ..
       "threads included) is the client's own cost.", "")
 
@@ -102,7 +103,33 @@ return function(info)
         "each; 32-byte values), made once; each client starts a TreeCache on it and " ..
         "the time runs from start() to INITIALIZED; RSS is VmRSS after a full garbage " ..
         "collection, growth is over the same client before the cache, peak is VmHWM.",
-        n.tree_nodes - 1), "")
+        n.tree_nodes - 1),
+      string.format("- **nginx** (bench/nginx_bench.lua; the service is examples/nginx/nginx.conf " ..
+        "once it serves GET /get, bench/nginx/nginx.conf until then): a 4-worker nginx (Debian's " ..
+        "nginx and libnginx-mod-http-lua) on a free loopback port, each worker with its own " ..
+        "session under zklua.handlers.ngx (zklua's LuaJIT module, so its figures sit in the " ..
+        "LuaJIT column), a DataWatch on the config znode, a Counter its requests share and an " ..
+        "Election it competes in; run once with the handler's event-driven wake-ups " ..
+        "(wakeup=socket, the default) and once with the timer poller (wakeup=timer), taking " ..
+        "turns. GET /get does one zk:get of the config in the request, GET /static no " ..
+        "ZooKeeper call (the nginx ceiling on this machine), GET /counter one Counter:add(1). " ..
+        "wrk --latency runs %g s per figure: /get at 1 connection gives p50 and p90, compared " ..
+        "to ./zklua's sync get latency (bench/sync_get_latency.lua, %d sequential gets, each " ..
+        "timed) measured in the same round; /get and /static give req/s at 1, 50 and 200 " ..
+        "connections, /get's shown as a ratio to /static's in the same run. Idle worker: once " ..
+        "every worker answered /status, each worker serving nothing is watched for %g s: its " ..
+        "event-loop thread's voluntary context switches (/proc/PID/status), those of all its " ..
+        "threads (/proc/PID/task/*/status), and its CPU time (utime+stime of /proc/PID/stat), " ..
+        "per second, the mean of the 4 workers. Counter: %d bursts of 200 GET /counter sent at " ..
+        "once on 200 connections made beforehand (spread over the workers by reuseport), each " ..
+        "timed from its send to its answer; kazoo does the same 200 increments from 4 client " ..
+        "processes of 50 threads (bench/kazoo_counter_bench.py), every thread released at " ..
+        "once, each process with ONE Counter its threads share, as kazoo's users would: kazoo's " ..
+        "Counter keeps the value and version of an increment in locals and its client runs a " ..
+        "fresh copy of the retry policy per call, so only its pre_value/post_value attributes " ..
+        "are shared (not read here). p50 and p99 of all the increments; both check the " ..
+        "counter's final value. kazoo's column holds the same figure on both modes' rows.",
+        n.nginx_seconds, n.sync_get, n.nginx_idle, n.counter_bursts), "")
 
   add("## Rerun", "",
       "`make bench` (a few minutes; run it on a quiet machine). `BENCH_ROUNDS=5 make bench` " ..
@@ -111,7 +138,8 @@ return function(info)
       "BENCH_N_SYNC_GET, BENCH_N_SYNC_CREATE, BENCH_LOCK_CYCLES, BENCH_LOCK_WAITERS, " ..
       "BENCH_LOCK_ROUNDS, BENCH_FAILOVERS, BENCH_SESSION_S, BENCH_SP_MEMBERS, BENCH_SP_ITEMS, " ..
       "BENCH_SP_TB, BENCH_ALLOC_MEMBERS, BENCH_ALLOC_ITEMS, BENCH_STRATEGY_RUNS, " ..
-      "BENCH_TREE_NODES; `BENCH_ONLY=lock,election` runs some sections only (it then " ..
+      "BENCH_TREE_NODES, BENCH_NGINX_SECONDS, BENCH_NGINX_IDLE_S, BENCH_COUNTER_BURSTS; " ..
+      "`BENCH_ONLY=lock,election` runs some sections only (it then " ..
       "writes no file unless BENCH_DOC names one). Every workload script also runs alone " ..
       "against any server; its usage is in its opening comment, e.g. " ..
       "`./zklua bench/lock_bench.lua HOST:PORT`.", "")

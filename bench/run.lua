@@ -24,6 +24,8 @@
 --   PartitionAllocator  bench/allocator_bench.lua (hosts= the shared server)
 --   strategies   bench/strategies_bench.lua --results (no server)
 --   TreeCache    bench/tree_cache_bench.lua, bench/kazoo_tree_cache_bench.py
+--   nginx        bench/nginx_bench.lua (a 4-worker nginx under wrk, once per handler wake-up
+--                mode), bench/sync_get_latency.lua (its reference), bench/kazoo_counter_bench.py
 -- The LuaJIT column runs the same zklua scripts under `luajit` with build/luajit/zklua/core.so
 -- (`make luajit`), the way scripts/run-specs --lua=luajit loads it; their worker processes
 -- run under luajit too.
@@ -39,7 +41,9 @@
 -- (10), BENCH_SP_ITEMS (1000), BENCH_SP_TB (0.1 s time_boundary), BENCH_ALLOC_MEMBERS (10),
 -- BENCH_ALLOC_ITEMS (1000), BENCH_STRATEGY_RUNS (3 allocations timed per round),
 -- BENCH_TREE_NODES (10000), BENCH_ONLY (a comma list of sections to run: ops, lock,
--- election, partitioner, allocator, strategies, tree_cache; for trying one out),
+-- election, partitioner, allocator, strategies, tree_cache, nginx; for trying one out),
+-- BENCH_NGINX_SECONDS (1: each wrk run), BENCH_NGINX_IDLE_S (4: the idle workers watched),
+-- BENCH_COUNTER_BURSTS (2 bursts of 200 concurrent Counter increments per client),
 -- BENCH_DOC (where the report goes: docs/benchmarks.md after a run of every section, no file
 -- after a BENCH_ONLY run unless named; "-": no file).
 local testing = require "zklua.testing"
@@ -73,6 +77,9 @@ local N = {
   alloc_items = env_number("BENCH_ALLOC_ITEMS", 1000),
   strategy_runs = env_number("BENCH_STRATEGY_RUNS", 3),
   tree_dirs = math.max(1, math.floor(env_number("BENCH_TREE_NODES", 10000) / 100)),
+  nginx_seconds = env_number("BENCH_NGINX_SECONDS", 1),
+  nginx_idle = env_number("BENCH_NGINX_IDLE_S", 4),
+  counter_bursts = env_number("BENCH_COUNTER_BURSTS", 2),
 }
 N.tree_nodes = 1 + 100 * N.tree_dirs -- the root and tree_dirs directories of 99 nodes each
 local ALLOC_STRATEGIES = { "sticky", "round_robin" }
@@ -433,6 +440,93 @@ end, finish = function(ctx)
   end
 end }
 
+-- zklua inside nginx (bench/nginx_bench.lua: a 4-worker nginx loaded with wrk, its workers on
+-- the LuaJIT module), once per handler wake-up mode, next to its references measured in the
+-- same round: ./zklua's sync get latency (bench/sync_get_latency.lua) and kazoo sharing the
+-- same 200 concurrent Counter increments over 4 client processes (kazoo_counter_bench.py).
+local NGINX_MODES = { "socket", "timer" }
+local NGINX_CONNS = { 1, 50, 200 }
+local NGINX_WORKERS, COUNTER_BURST = 4, 200
+
+local function nginx_missing()
+  if LUAJIT_MISSING then return LUAJIT_MISSING end
+  if not io.open("/usr/sbin/nginx", "r") then return "nginx is not installed" end
+  if not io.open("/usr/lib/nginx/modules/ngx_http_lua_module.so", "r") then
+    return "libnginx-mod-http-lua is not installed"
+  end
+  if not shell("command -v wrk"):match("%S") then return "wrk is not installed" end
+  return nil
+end
+
+-- Whether this tree's ngx handler has the wakeup option (before it, every handler polled).
+local function ngx_handler_has_wakeup()
+  local f = io.open("lua/zklua/handlers/ngx.lua", "r")
+  if not f then return false end
+  local text = f:read("a")
+  f:close()
+  return text:find("wakeup", 1, true) ~= nil
+end
+
+SECTIONS[#SECTIONS + 1] = { id = "nginx", run = function(ctx, round)
+  local missing = nginx_missing()
+  if missing then
+    note("nginx rows empty: " .. missing .. ".")
+    return
+  end
+  if not ngx_handler_has_wakeup() then
+    note("nginx rows: lua/zklua/handlers/ngx.lua has no `wakeup` option in this tree, so " ..
+         "both modes ran its timer poller.")
+  end
+  local r = run("sync get latency", CLIENT.lua54, table.concat({ CLIENT.lua54.lua,
+    "bench/sync_get_latency.lua", ctx.hosts, N.sync_get }, " "))
+  if r and r.sync_get_latency then
+    record("nginx_ref_p50", "lua54", r.sync_get_latency.p50_ms)
+    record("nginx_ref_p90", "lua54", r.sync_get_latency.p90_ms)
+  end
+  local jobs = {}
+  for _, mode in ipairs(NGINX_MODES) do
+    jobs[#jobs + 1] = function()
+      local client = { label = "zklua in nginx (LuaJIT), wakeup=" .. mode }
+      local x = run("nginx", client, table.concat({ CLIENT.lua54.lua, "bench/nginx_bench.lua",
+        ctx.hosts, mode, N.nginx_seconds, N.nginx_idle, N.counter_bursts,
+        table.concat(NGINX_CONNS, ",") }, " "))
+      if not x then return end
+      if x.nginx_service then
+        note("nginx rows: the service is " .. x.nginx_service.conf .. ".")
+      end
+      local idle = x.nginx_idle or {}
+      record("nginx_idle_wakeups_" .. mode, "luajit", idle.wakeups_per_s)
+      record("nginx_idle_wakeups_all_" .. mode, "luajit", idle.wakeups_all_per_s)
+      record("nginx_idle_cpu_" .. mode, "luajit", idle.cpu_ms_per_s)
+      local get1 = x.nginx_get_c1 or {}
+      record("nginx_get_p50_" .. mode, "luajit", get1.p50_ms)
+      record("nginx_get_p90_" .. mode, "luajit", get1.p90_ms)
+      for _, c in ipairs(NGINX_CONNS) do
+        for _, path in ipairs({ "get", "static" }) do
+          local w = x[string.format("nginx_%s_c%d", path, c)]
+          record(string.format("nginx_%s_rps_%d_%s", path, c, mode), "luajit", w and w.rps)
+        end
+      end
+      local counter = x.nginx_counter or {}
+      record("nginx_counter_p50_" .. mode, "luajit", counter.p50_ms)
+      record("nginx_counter_p99_" .. mode, "luajit", counter.p99_ms)
+    end
+  end
+  jobs[#jobs + 1] = function()
+    local x = run("Counter, 200 concurrent increments", CLIENT.kazoo, table.concat({
+      CLIENT.kazoo.python, "bench/kazoo_counter_bench.py", ctx.hosts, NGINX_WORKERS,
+      COUNTER_BURST // NGINX_WORKERS, N.counter_bursts }, " "))
+    local k = x and x.kazoo_counter
+    if k then
+      for _, mode in ipairs(NGINX_MODES) do
+        record("nginx_counter_p50_" .. mode, "kazoo", k.p50_ms)
+        record("nginx_counter_p99_" .. mode, "kazoo", k.p99_ms)
+      end
+    end
+  end
+  for i = 1, #jobs do jobs[(i + round - 2) % #jobs + 1]() end
+end }
+
 -- ---------------------------------------------------------------- the table's rows
 
 -- The values of a sample -> figure table, sorted (nil when there are none).
@@ -546,6 +640,13 @@ local TARGETS = {
   strategy_moved_sticky = { "≤ 1.2× ideal", at_most(1.2 * IDEAL_JOIN_MOVES) },
   strategy_moved_rendezvous = { "≤ 1.2× ideal", at_most(1.2 * IDEAL_JOIN_MOVES) },
 }
+-- The nginx targets are the new wake-ups' (wakeup=socket, the default); the timer rows show
+-- the poller they replace.
+TARGETS.nginx_get_p50_socket = { "≤ 1.3× sync get p50", function(_, r)
+  return r.ref and r.ref <= 1.3 end }
+TARGETS.nginx_idle_wakeups_socket = { "near zero (≤ 2/s)", at_most(2) }
+TARGETS.nginx_idle_cpu_socket = { "near zero (≤ 1 ms/s)", at_most(1) }
+TARGETS.nginx_counter_p99_socket = { "≤ kazoo", function(_, r) return r.kazoo and r.kazoo <= 1 end }
 for _, s in ipairs(ALLOC_STRATEGIES) do
   TARGETS["alloc_" .. s .. "_leave"] = { "≤ 500 ms", at_most(500) }
   if s == "sticky" or s == "rendezvous" then
@@ -563,8 +664,12 @@ local function rows()
     section = id
     list[#list + 1] = { group = text, section = id }
   end
-  local function row(id, measure, unit, fmt)
-    list[#list + 1] = { id = id, measure = measure, unit = unit, fmt = fmt, section = section }
+  -- opts.col: the zklua column the ratios use (default lua54); opts.ref: { row =, client =,
+  -- name = } a figure of the same run this row's is divided by (shown in the target cell).
+  local function row(id, measure, unit, fmt, opts)
+    opts = opts or {}
+    list[#list + 1] = { id = id, measure = measure, unit = unit, fmt = fmt, section = section,
+                        col = opts.col, ref = opts.ref }
   end
   group("ops", string.format("Client operations: %d pipelined async gets, %d sync gets, %d sync " ..
                       "creates per round", N.async, N.sync_get, N.sync_create))
@@ -611,6 +716,54 @@ local function rows()
   row("tree_rss", "client RSS after the load (after a full GC)", "MiB", "%.1f")
   row("tree_growth", "RSS growth for the cache", "MiB", "%.1f")
   row("tree_peak", "client peak RSS (VmHWM)", "MiB", "%.1f")
+  group("nginx", string.format("nginx: %d workers (zklua's LuaJIT module, zklua.handlers.ngx, " ..
+                      "wakeup=socket or the timer poller), wrk on loopback for %g s per figure; " ..
+                      "the reference: ./zklua's sync get", NGINX_WORKERS, N.nginx_seconds))
+  local jit = { col = "luajit" }
+  row("nginx_ref_p50", "./zklua sync get latency, p50 (no nginx)", "ms", "%.3f")
+  row("nginx_ref_p90", "./zklua sync get latency, p90 (no nginx)", "ms", "%.3f")
+  for _, q in ipairs({ "p50", "p90" }) do
+    for _, mode in ipairs(NGINX_MODES) do
+      row(string.format("nginx_get_%s_%s", q, mode), string.format("GET /get, 1 connection, " ..
+          "%s (wakeup=%s)", q, mode), "ms", "%.3f", { col = "luajit", ref = {
+          row = "nginx_ref_" .. q, client = "lua54", name = "sync get " .. q } })
+    end
+  end
+  for _, c in ipairs(NGINX_CONNS) do
+    for _, mode in ipairs(NGINX_MODES) do
+      row(string.format("nginx_get_rps_%d_%s", c, mode), string.format("GET /get, %d " ..
+          "connection%s (wakeup=%s)", c, c == 1 and "" or "s", mode), "req/s", "%.0f",
+          { col = "luajit", ref = { row = string.format("nginx_static_rps_%d_%s", c, mode),
+            client = "luajit", name = "/static" } })
+    end
+  end
+  for _, c in ipairs(NGINX_CONNS) do
+    for _, mode in ipairs(NGINX_MODES) do
+      row(string.format("nginx_static_rps_%d_%s", c, mode), string.format("GET /static (no " ..
+          "ZooKeeper call), %d connection%s (wakeup=%s)", c, c == 1 and "" or "s", mode),
+          "req/s", "%.0f", jit)
+    end
+  end
+  for _, mode in ipairs(NGINX_MODES) do
+    row("nginx_idle_wakeups_" .. mode, string.format("idle worker (DataWatch + Election): " ..
+        "event-loop wake-ups (wakeup=%s)", mode), "/s", "%.1f", jit)
+  end
+  for _, mode in ipairs(NGINX_MODES) do
+    row("nginx_idle_wakeups_all_" .. mode, string.format("idle worker: wake-ups of all its " ..
+        "threads (wakeup=%s)", mode), "/s", "%.1f", jit)
+  end
+  for _, mode in ipairs(NGINX_MODES) do
+    row("nginx_idle_cpu_" .. mode, string.format("idle worker: CPU (wakeup=%s)", mode),
+        "ms/s", "%.2f", jit)
+  end
+  for _, q in ipairs({ "p50", "p99" }) do
+    for _, mode in ipairs(NGINX_MODES) do
+      row(string.format("nginx_counter_%s_%s", q, mode), string.format("%d concurrent " ..
+          "Counter increments over %d workers, %s (wakeup=%s; kazoo: %d processes × %d " ..
+          "threads)", COUNTER_BURST, NGINX_WORKERS, q, mode, NGINX_WORKERS,
+          COUNTER_BURST // NGINX_WORKERS), "ms", "%.1f", jit)
+    end
+  end
   return list
 end
 
@@ -622,19 +775,21 @@ end
 
 -- "target: met", or "target: met (LuaJIT missed)" when the two zklua columns differ.
 -- f: the row's figures by client.
-local function target_cell(id, f)
+-- ref: the row's figure over its reference's (nil without one); only_luajit: a row of the
+-- LuaJIT column alone (zklua in nginx), whose verdict needs no column named.
+local function target_cell(id, f, ref, only_luajit)
   local target = TARGETS[id]
   if not target then return "" end
   local function verdict(client)
     local z = f[client]
     if z == nil then return nil end
-    local ok = target[2]({ z = z }, { c = ratio(z, f.c), kazoo = ratio(z, f.kazoo) })
+    local ok = target[2]({ z = z }, { c = ratio(z, f.c), kazoo = ratio(z, f.kazoo), ref = ref })
     if ok == nil then return "?" end
     return ok and "met" or "**missed**"
   end
   local v54, vjit = verdict("lua54"), verdict("luajit")
   if v54 == nil and vjit == nil then return target[1] end
-  if vjit == nil or vjit == v54 then return target[1] .. ": " .. (v54 or vjit) end
+  if vjit == nil or vjit == v54 or only_luajit then return target[1] .. ": " .. (v54 or vjit) end
   if v54 == nil then return target[1] .. ": LuaJIT " .. vjit end
   return string.format("%s: %s (LuaJIT %s)", target[1], v54, vjit)
 end
@@ -652,9 +807,18 @@ local function figure_line(r)
     f[c.id] = figure(r, s[c.id])
     cells[#cells + 1] = f[c.id] and string.format(r.fmt, f[c.id]) or ""
   end
+  local z = f[r.col or "lua54"]
+  local ref -- the row's figure over its reference's
+  if r.ref then
+    ref = ratio(z, figure({ section = r.section }, (samples[r.ref.row] or {})[r.ref.client]))
+  end
+  local target = target_cell(r.id, f, ref, r.col == "luajit")
+  if ref then
+    target = string.format("%.2f× %s%s", ref, r.ref.name, target ~= "" and "; " .. target or "")
+  end
   return string.format("| %s | %s | %s | %s | %s | %s |", r.measure, r.unit,
-                       table.concat(cells, " | "), ratio_cell(ratio(f.lua54, f.c)),
-                       ratio_cell(ratio(f.lua54, f.kazoo)), target_cell(r.id, f))
+                       table.concat(cells, " | "), ratio_cell(ratio(z, f.c)),
+                       ratio_cell(ratio(z, f.kazoo)), target)
 end
 
 -- The table of the sections that ran (ran[section id] = true).
@@ -704,7 +868,7 @@ for _, s in ipairs(SECTIONS) do
   if next(only) == nil or only[s.id] then sections[#sections + 1] = s end
 end
 assert(#sections > 0, "BENCH_ONLY names no section (ops, lock, election, partitioner, " ..
-                      "allocator, strategies, tree_cache)")
+                      "allocator, strategies, tree_cache, nginx)")
 
 local machine_lines = machine()
 build_raw_c()
