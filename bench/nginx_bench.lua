@@ -1,9 +1,10 @@
 --- nginx_bench.lua — zklua inside nginx under load: a 4-worker nginx (Debian's nginx +
 -- libnginx-mod-http-lua, zklua's LuaJIT module under zklua.handlers.ngx) on a free loopback
 -- port, against HOSTS, loaded with wrk; one handler wake-up MODE per run ("socket" or
--- "timer", passed to the workers as $ZKLUA_WAKEUP).  The service is examples/nginx/nginx.conf
--- when it serves GET /get, else bench/nginx/nginx.conf (the same endpoints).  Its znodes live
--- under a fresh /bench-nginx-<...> ($ZKLUA_APP), made with a 64-byte config and removed after.
+-- "timer", passed to the workers as $ZKLUA_NGX_WAKEUP).  The service is
+-- examples/nginx/nginx.conf when it serves GET /get, else bench/nginx/nginx.conf (the same
+-- endpoints).  Its znodes live under a fresh /bench-nginx-<...> ($ZKLUA_APP), made with a
+-- 64-byte config and removed after.
 --
 --   1. idle: once every worker answered /status (session up, its DataWatch, Counter and
 --      Election in place) and a second passed, each worker's wake-ups (voluntary context
@@ -94,16 +95,30 @@ local workers = {}
 
 local function children(pid)
   local list = {}
-  for child in (read_file(string.format("/proc/%d/task/%d/children", pid, pid)) or ""):gmatch("%d+") do
+  local text = read_file(string.format("/proc/%d/task/%d/children", pid, pid)) or ""
+  for child in text:gmatch("%d+") do
     list[#list + 1] = tonumber(child)
   end
   return list
 end
 
+-- This process: the nginx it starts must not outlive it.
+local OWNER_PID = assert(read_file("/proc/self/stat"):match("^%d+"))
+
+-- Left behind with nginx: should this process die first (killed, interrupted), it stops
+-- nginx's master by its pid (SIGTERM: the master ends its workers; SIGKILL if it lingers).
+-- It ends by itself once nginx is gone.  A zombie counts as gone.
+local WATCHDOG =
+  'alive() { s=$(cut -d")" -f2 "/proc/$1/stat" 2>/dev/null | cut -c2); ' ..
+  '[ -n "$s" ] && [ "$s" != Z ]; }; ' ..
+  'while alive "$0" && alive "$1"; do sleep 1; done; ' ..
+  'if alive "$1"; then kill -TERM "$1"; sleep 5; alive "$1" && kill -KILL "$1"; fi'
+
 local function start_nginx()
   local out = shell(string.format("ZKLUA_ROOT='%s' ZKLUA_HOSTS='%s' ZKLUA_APP='%s' " ..
-    "ZKLUA_WAKEUP=%s %s -p %s -c %s/nginx.conf -e %s/logs/error.log >%s/logs/stdout 2>&1 " ..
-    "& echo $!", cwd, hosts, app, mode, NGINX, prefix, prefix, prefix, prefix))
+    "ZKLUA_NGX_WAKEUP=%s %s -p %s -c %s/nginx.conf -e %s/logs/error.log >%s/logs/stdout 2>&1 " ..
+    "& pid=$!; echo $pid; sh -c '%s' %s $pid </dev/null >/dev/null 2>&1 &", cwd, hosts, app,
+    mode, NGINX, prefix, prefix, prefix, prefix, WATCHDOG, OWNER_PID))
   master = assert(tonumber(out:match("%d+")), "could not start nginx")
 end
 
@@ -147,7 +162,9 @@ local function wait_workers(timeout)
   local deadline = core.monotonic() + timeout
   local seen = {}
   while core.monotonic() < deadline do
-    if not alive(master) then error("nginx exited: " .. (read_file(prefix .. "/logs/error.log") or "")) end
+    if not alive(master) then
+      error("nginx exited: " .. (read_file(prefix .. "/logs/error.log") or ""))
+    end
     local pids = children(master)
     local status, body = http_get("/status")
     if status == 200 and body:find("CONNECTED", 1, true) and not body:find('"ready":%s*false') then
@@ -242,7 +259,7 @@ local function burst(path, latencies)
   end
   local request = "GET " .. path .. " HTTP/1.0\r\nHost: localhost\r\n\r\n"
   local sent, buffers, pending = {}, {}, {}
-  for i, s in ipairs(conns) do
+  for _, s in ipairs(conns) do
     sent[s] = core.monotonic()
     assert(s:send(request) == #request, "a short send")
     buffers[s] = {}
@@ -250,7 +267,9 @@ local function burst(path, latencies)
   end
   local deadline = core.monotonic() + 60
   while #pending > 0 do
-    if core.monotonic() > deadline then error(#pending .. " " .. path .. " requests unanswered") end
+    if core.monotonic() > deadline then
+      error(#pending .. " " .. path .. " requests unanswered")
+    end
     local readable = socket.select(pending, nil, 1)
     for _, s in ipairs(readable) do
       local data, err, partial = s:receive("*a")
@@ -260,7 +279,9 @@ local function burst(path, latencies)
         latencies[#latencies + 1] = core.monotonic() - sent[s]
         local response = table.concat(buf)
         local status = response:match("^HTTP/1%.%d (%d+)")
-        if status ~= "200" then error(path .. " answered " .. tostring(status) .. ": " .. response) end
+        if status ~= "200" then
+          error(path .. " answered " .. tostring(status) .. ": " .. response)
+        end
         s:close()
         for k, p in ipairs(pending) do
           if p == s then table.remove(pending, k) break end
@@ -281,7 +302,9 @@ local function measure_counter()
   end
   table.sort(latencies)
   local n = #latencies
-  local function at(q) return latencies[math.max(1, math.min(n, math.floor(q * n + 0.5)))] * 1000 end
+  local function at(q)
+    return latencies[math.max(1, math.min(n, math.floor(q * n + 0.5)))] * 1000
+  end
   print(string.format("RESULT nginx_counter n=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f", n,
                       at(0.5), at(0.99), latencies[n] * 1000))
 end

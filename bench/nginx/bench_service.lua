@@ -1,7 +1,7 @@
 --- bench/nginx/bench_service.lua — what each worker of bench/nginx/nginx.conf runs.
 --
 -- init_worker(): one ZooKeeper session per worker under zklua.handlers.ngx (wake-ups as
--- $ZKLUA_WAKEUP says: "socket", the default, or "timer", the poller), started from a timer.
+-- $ZKLUA_NGX_WAKEUP says: "socket", the default, or "timer", the poller), started from a timer.
 -- The worker then holds a DataWatch on $ZKLUA_APP/config (the config /config answers with), a
 -- Counter on $ZKLUA_APP/counter shared by its requests, and competes in an Election on
 -- $ZKLUA_APP/leader with election:run(), which only yields the timer's coroutine.
@@ -19,7 +19,7 @@ local M = {}
 
 local APP = os.getenv("ZKLUA_APP") or "/zklua-bench"
 local CONFIG = APP .. "/config"
-local WAKEUP = os.getenv("ZKLUA_WAKEUP") or "socket"
+local WAKEUP = os.getenv("ZKLUA_NGX_WAKEUP") or "socket"
 
 local zk, handler, election, counter
 local config, config_version
