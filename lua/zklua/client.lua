@@ -454,6 +454,10 @@ function Client:_usable_session(fname)
     errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
                  (self._session and "not started" or "closed"))
   end
+  if self.client_state == "AUTH_FAILED" then -- as kazoo: no call waits for a session to come
+    errors.raise(errors.AuthFailedError, fname .. ": the server refused the client's auth " ..
+                 "(stop() and start() with other credentials)")
+  end
   return self._session
 end
 
@@ -768,12 +772,23 @@ function Client:add_auth_async(scheme, credential)
     check.fail("add_auth", "credential", "credential must be a string")
   end
   local session = self:_usable_session("add_auth")
+  self._has_auth = true -- sent again with every new session: start() waits for its answer
   return self:_track(session:add_auth(scheme, credential))
 end
 
 function Client:add_auth(scheme, credential)
   self:_check_wait()
-  return self:_result(self:add_auth_async(scheme, credential))
+  local future = self:add_auth_async(scheme, credential)
+  local ok, err = pcall(self._result, self, future)
+  if not ok and errors.is(err, errors.AuthFailedError) and self._session then
+    -- the library reports the refusal to the op before the state: once this raises, the
+    -- client reads LOST / AUTH_FAILED (the state event follows within a session timeout)
+    local client = self
+    self.handler.wait(function() return client.client_state == "AUTH_FAILED" end,
+                      math.max(self:session_timeout(), self._timeout))
+  end
+  if not ok then error(err, 0) end
+  return err
 end
 
 --- A transaction (zklua.transaction): ops committed atomically.

@@ -76,12 +76,18 @@ static uint64_t submitted(zkl_session *s, zkl_event *op, int rc)
     return id;
 }
 
-/* A live handle, or ZCLOSING (stopped) / ZINVALIDSTATE (between an expiry and a new one). */
+/* A live handle, or ZCLOSING (stopped) / ZAUTHFAILED (the server refused the auth: no new
+ * session follows until start()) / ZSESSIONEXPIRED (between an expiry and a new session).
+ * The library marks its handle AUTH_FAILED before the state event reaches the owner thread:
+ * ops sent in between fail as after it, never as an expiry. */
 static int handle_rc(const zkl_session *s)
 {
-    if (s->zh)
-        return ZOK;
-    return s->stopped ? ZCLOSING : ZSESSIONEXPIRED;
+    if (s->stopped)
+        return s->zh ? ZOK : ZCLOSING;
+    if (zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED ||
+        (s->zh && zoo_state(s->zh) == ZOO_AUTH_FAILED_STATE))
+        return ZAUTHFAILED;
+    return s->zh ? ZOK : ZSESSIONEXPIRED;
 }
 
 /* The handle's verdict, after asking for the watch whatever it is (see want_watch). */

@@ -365,15 +365,17 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
         if (b->parked)
             go(b, b->step);
     } else if (state == ZKL_LOST) {
-        int closed = zkl_session_is_stopped(s) ||
-                     zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED;
+        int closed_rc = zkl_session_is_stopped(s)                                 ? ZCLOSING
+                        : zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED ? ZAUTHFAILED
+                                                                            : ZOK;
+        int closed = closed_rc != ZOK;
         if (b->entered && b->num_clients > 0)
             notify_lost(b); /* the own node expired */
         if (b->step != S_NONE) {
             b->op_id = b->watch_id = 0;
             if (closed) {
                 finish(b, b->step == S_CLEANUP ? ZKL_BARRIER_GAVE_UP : ZKL_BARRIER_FAILED,
-                       ZCLOSING);
+                       closed_rc);
             } else {
                 barrier_step next = b->step;
                 if (b->op == ZKL_BARRIER_WAIT)

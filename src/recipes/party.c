@@ -186,8 +186,10 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
         if (p->parked)
             go(p, p->step);
     } else if (state == ZKL_LOST) {
-        int closed = zkl_session_is_stopped(s) ||
-                     zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED;
+        int closed_rc = zkl_session_is_stopped(s)                                 ? ZCLOSING
+                        : zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED ? ZAUTHFAILED
+                                                                            : ZOK;
+        int closed = closed_rc != ZOK;
         p->op_id = 0;
         switch (p->phase) {
         case ZKL_PARTY_JOINED:
@@ -196,7 +198,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
             break;
         case ZKL_PARTY_JOINING:
             if (closed || p->orphaned) {
-                settle(p, ZKL_PARTY_IDLE, closed ? ZCLOSING : ZOK);
+                settle(p, ZKL_PARTY_IDLE, closed_rc);
             } else {
                 p->step = STEP_CREATE;
                 p->parked = 1; /* joins the new session once CONNECTED */

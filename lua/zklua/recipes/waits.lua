@@ -38,16 +38,18 @@ end
 
 --- True once done(); waits with no limit while connected and at most a session timeout while
 -- disconnected: false then (the server has expired the session by that time; the C recipe
--- finishes its work once reconnected), or when the client is closed.
+-- finishes its work once reconnected), or when the client is closed or its auth refused.
 function waits.while_reachable(client, done)
   local handler = client.handler
   while not done() do
-    if not client._session then return false end
+    if not client._session or client.client_state == "AUTH_FAILED" then return false end
     if client.state == "CONNECTED" then
       handler.wait(function() return done() or client.state ~= "CONNECTED" end)
     else
       local limit = math.max(client:session_timeout(), client._timeout)
-      if not handler.wait(function() return done() or client.state == "CONNECTED" end, limit) then
+      if not handler.wait(function()
+        return done() or client.state == "CONNECTED" or client.client_state == "AUTH_FAILED"
+      end, limit) then
         return false
       end
     end
