@@ -15,6 +15,10 @@ PREFIX   ?= /usr/local
 INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
 INST_LUADIR ?= $(PREFIX)/share/lua/5.4
 INST_BINDIR ?= $(PREFIX)/bin
+# Where `make install-nginx` puts the LuaJIT module and the Lua files: the directories Debian's
+# nginx (libnginx-mod-http-lua, OpenResty's LuaJIT) searches by default under /usr/local.
+NGX_LIBDIR ?= $(PREFIX)/lib/lua/5.1
+NGX_LUADIR ?= $(PREFIX)/share/lua/5.1
 
 CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
@@ -30,7 +34,7 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua spec/connection_retry_spec.lua
 
-.PHONY: all luajit install clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
+.PHONY: all luajit install install-nginx clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
         valgrind soak docs chaos
 
 all: build/zklua/core.so zklua
@@ -68,6 +72,14 @@ install: all
 	install -m 755 build/zklua/core.so $(DESTDIR)$(INST_LIBDIR)/zklua/core.so
 	cd lua && find zklua -name '*.lua' -exec install -D -m 644 {} $(DESTDIR)$(INST_LUADIR)/{} \;
 	install -m 755 zklua $(DESTDIR)$(INST_BINDIR)/zklua
+
+# For nginx: the LuaJIT module and every Lua file under lua/, where nginx's LuaJIT finds them
+# with no lua_package_path (PREFIX /usr/local); another PREFIX needs the two lines README.md
+# gives.  spec/nginx_spec.lua installs into a DESTDIR and runs nginx on what it installed.
+install-nginx: luajit
+	install -d $(DESTDIR)$(NGX_LIBDIR)/zklua
+	install -m 755 build/luajit/zklua/core.so $(DESTDIR)$(NGX_LIBDIR)/zklua/core.so
+	cd lua && find zklua -name '*.lua' -exec install -D -m 644 {} $(DESTDIR)$(NGX_LUADIR)/{} \;
 
 # Installs missing Debian packages when run as root, or prints the apt-get line and stops.
 deps:

@@ -1,31 +1,41 @@
 -- zklua inside a real nginx (Debian's nginx + libnginx-mod-http-lua, LuaJIT) against a real
 -- ZooKeeper server: the LuaJIT module (make luajit) under zklua.handlers.ngx.
 --
--- 1. examples/nginx/nginx.conf as a user would start it (only its port changed to a free
---    one): 4 workers, each with its own session, in one Election and one PartitionAllocator.
---    GET /status tells a worker's pid, whether it leads and its items.  The spec reads every
---    worker's status, sees exactly one leader and a disjoint full cover of the items, kills the
---    leader worker (SIGKILL, by pid), and sees another worker take over and the items covered
---    again by the live workers (the master starts a new worker, which joins).  All the while
---    requests are answered, by the workers that wait for the contended lock too.
--- 2. The luaunit tests of spec/fixtures/nginx/ngx_handler_tests.lua, run inside one worker.
+-- examples/nginx/nginx.conf runs as a user would start it (only its port changed to a free
+-- one): 4 workers, each with its own session, a DataWatch on a config node, a shared Counter
+-- and an Election latch.  Every worker is reached by asking on new connections (reuseport
+-- spreads them) until each live pid answered, with a bound.  The scenarios:
+-- 1. one leader among 4 workers; /static, /get, /counter answer; the leader killed (SIGKILL,
+--    by pid), another worker takes over while the others keep answering;
+-- 2. config propagation: the config node changed, every worker's /config shows it; under the
+--    handler's default wakeup and under wakeup = "timer";
+-- 3. reload (SIGHUP) while requests wait on a lock held elsewhere: each finishes with an
+--    answer (the old worker wakes it with a clean 503), the new workers take over;
+-- 4. ZooKeeper restarted: the service recovers; ZooKeeper down longer than the session
+--    timeout: every worker sees LOST, then recovers on a new session, one leader re-elected;
+-- 5. `make install-nginx` into a DESTDIR: the default PREFIX is where nginx's LuaJIT looks,
+--    and nginx runs the example on what was installed, with README.md's two path lines;
+-- 6. the luaunit tests of spec/fixtures/nginx/ngx_handler_tests.lua, inside one worker.
+-- After each: no [alert], [crit], [error] or [emerg] line in error.log (a crashed worker is an
+-- [alert] "exited on signal"), and no core file in nginx's prefix.
 --
 -- nginx runs in the foreground (daemon off) with its own prefix and temp dirs under /tmp, on
 -- a free loopback port, and is stopped by its master's pid (SIGQUIT, then SIGKILL).
-local zklua = require "zklua"
 local testing = require "zklua.testing"
+local compat = require "zklua.compat"
+local core = require "zklua.core"
 local helpers = require "support.helpers"
 local child = require "fixtures.child"
 local socket = require "socket"
+local json = require "dkjson"
 
 local NGINX = "/usr/sbin/nginx"
-local ITEMS = { "item-01", "item-02", "item-03", "item-04", "item-05", "item-06", "item-07",
-                "item-08", "item-09", "item-10", "item-11", "item-12" }
+local SESSION_TIMEOUT = "2" -- s: a dead worker's session, and its leadership, go this fast
 
 local function read_file(path)
   local f = io.open(path, "r")
   if not f then return nil end
-  local text = f:read("a")
+  local text = f:read("*a")
   f:close()
   return text
 end
@@ -46,13 +56,33 @@ end
 
 local function cwd()
   local pipe = assert(io.popen("pwd"))
-  local dir = pipe:read("l")
+  local dir = pipe:read("*l")
   pipe:close()
   return dir
 end
 
--- One HTTP/1.0 GET on a new connection: the body, or nil and why.
-local function get(port, path, timeout)
+-- A new directory under /tmp, readable by nginx's workers (they run as nobody under root).
+local function temp_dir()
+  local pipe = assert(io.popen("d=$(mktemp -d /tmp/zklua-nginx.XXXXXX) && chmod 755 \"$d\" && echo \"$d\""))
+  local dir = pipe:read("*l")
+  pipe:close()
+  return assert(dir, "mktemp failed")
+end
+
+-- Parses an HTTP/1.0 response: status (number), body, headers (lower-case names).
+local function parse_response(response)
+  local head, body = response:match("^(.-)\r\n\r\n(.*)$")
+  if not head then return nil end
+  local status = tonumber(head:match("^HTTP/1%.%d (%d+)"))
+  local headers = {}
+  for name, value in head:gmatch("\r\n([^:\r\n]+):%s*([^\r\n]*)") do
+    headers[name:lower()] = value
+  end
+  return status, body, headers
+end
+
+-- Sends GET path on a new connection; returns the socket (the answer is read by receive()).
+local function send_get(port, path, timeout)
   local s = assert(socket.tcp())
   s:settimeout(timeout or 10)
   local ok, err = s:connect("127.0.0.1", port)
@@ -61,60 +91,51 @@ local function get(port, path, timeout)
     return nil, err
   end
   s:send("GET " .. path .. " HTTP/1.0\r\nHost: localhost\r\n\r\n")
+  return s
+end
+
+-- Reads the whole answer of a send_get socket: status, body, headers; or nil and why.
+local function receive(s)
   local response, why, partial = s:receive("*a")
   s:close()
   response = response or partial
-  if not response or response == "" then return nil, why end
-  local status = response:match("^HTTP/1%.%d (%d+)")
-  local body = response:match("\r\n\r\n(.*)$")
-  if status ~= "200" then return nil, "status " .. tostring(status) .. ": " .. tostring(body) end
-  return body
+  if not response or response == "" then return nil, "no answer: " .. tostring(why) end
+  local status, body, headers = parse_response(response)
+  if not status then return nil, "not HTTP: " .. response end
+  return status, body, headers
 end
 
-local function parse_status(body)
-  local status = {}
-  for key, value in body:gmatch("(%w+) ([^\n]*)") do status[key] = value end
-  status.pid = tonumber(status.pid)
-  status.items_list = {}
-  for item in (status.items or ""):gmatch("[^,]+") do status.items_list[#status.items_list + 1] = item end
-  return status
+local function request(port, path, timeout)
+  local s, err = send_get(port, path, timeout)
+  if not s then return nil, err end
+  return receive(s)
 end
 
--- A running nginx: conf (a file) copied into a fresh prefix with its port replaced.
+-- A running nginx: conf (a file) copied into a fresh prefix with its port replaced and, given
+-- http_lines, those lines added at the top of its http block.
 local Nginx = {}
 Nginx.__index = Nginx
 
-local function start_nginx(conf, env, kids)
-  local prefix = os.tmpname()
-  os.remove(prefix)
+local function start_nginx(conf, env, kids, http_lines)
+  local prefix = temp_dir()
   assert(os.execute("mkdir -p " .. child.quote(prefix .. "/logs")))
   local port = free_port()
   local text = assert(read_file(conf), "cannot read " .. conf)
   local replaced
   text, replaced = text:gsub("listen 127%.0%.0%.1:8080", "listen 127.0.0.1:" .. port)
   assert(replaced == 1, conf .. " must have one `listen 127.0.0.1:8080`")
+  if http_lines then
+    text, replaced = text:gsub("\nhttp {\n", "\nhttp {\n" .. http_lines .. "\n")
+    assert(replaced == 1, conf .. " must have one `http {` line")
+  end
   write_file(prefix .. "/nginx.conf", text)
-  local self = setmetatable({ prefix = prefix, port = port, seen = {} }, Nginx)
+  local self = setmetatable({ prefix = prefix, port = port, seen = {}, killed = {} }, Nginx)
   self.kid = child.spawn({ NGINX, "-p", prefix, "-c", prefix .. "/nginx.conf",
                            "-e", prefix .. "/logs/error.log" }, env)
   kids[#kids + 1] = self.kid -- cleaned up (SIGKILL by pid) with the others
   self.master = self.kid:program_pid(10)
   assert(self.master, "nginx did not start: " .. self.kid:stderr())
   return self
-end
-
---- Waits until nginx answers GET path (any answer).
-function Nginx:wait_serving(path)
-  helpers.eventually(function()
-    self:workers()
-    local s = socket.tcp()
-    s:settimeout(5)
-    local ok = s:connect("127.0.0.1", self.port)
-    s:close()
-    return ok
-  end, 30, "nginx to accept connections on " .. self.port)
-  local body, why = get(self.port, path)
-  assert(body, "GET " .. path .. ": " .. tostring(why) .. "\n" .. self:error_log())
 end
 
 --- The pids of the master's live worker processes.
@@ -134,15 +155,132 @@ function Nginx:error_log()
   return read_file(self.prefix .. "/logs/error.log") or ""
 end
 
---- Lines of the error log at level error or worse.
+--- Kills a worker by pid (SIGKILL); its "exited on signal 9" alert is then expected.
+function Nginx:kill_worker(pid)
+  self.killed[pid] = true
+  assert(compat.execute("kill -KILL " .. pid))
+end
+
+--- Lines of the error log at level error or worse, but the alerts of workers the spec killed;
+-- and core files in the prefix.
 function Nginx:errors()
   local bad = {}
   for line in self:error_log():gmatch("[^\n]+") do
-    if line:match("%[error%]") or line:match("%[crit%]") or line:match("%[emerg%]") then
-      bad[#bad + 1] = line
+    if line:match("%[error%]") or line:match("%[crit%]") or line:match("%[alert%]") or
+       line:match("%[emerg%]") then
+      local pid = tonumber(line:match("worker process (%d+) exited on signal 9"))
+      if not (pid and self.killed[pid]) then bad[#bad + 1] = line end
     end
   end
+  local pipe = assert(io.popen("find " .. child.quote(self.prefix) .. " -name 'core*'"))
+  for file in pipe:lines() do bad[#bad + 1] = "core file " .. file end
+  pipe:close()
   return bad
+end
+
+function Nginx:assert_clean(what)
+  local bad = self:errors()
+  assert(#bad == 0, what .. ": error.log has:\n" .. table.concat(bad, "\n"))
+end
+
+--- Asks path on new connections until each worker in pids (a set; default the live ones)
+-- answered and accept(status, body, headers) held for its latest answer; returns pid -> that
+-- answer ({status, body, headers}).  Raises after timeout s (default 30), naming the workers
+-- that did not get there.
+function Nginx:every_worker(path, accept, what, timeout, pids)
+  local deadline = core.monotonic() + (timeout or 30)
+  local latest, why = {}, "no answer yet"
+  while true do
+    local wanted = pids
+    if not wanted then
+      wanted = {}
+      for _, pid in ipairs(self:workers()) do wanted[pid] = true end
+    end
+    local done, count = true, 0
+    for pid in pairs(wanted) do
+      count = count + 1
+      local a = latest[pid]
+      if not (a and accept(a.status, a.body, a.headers)) then done = false end
+    end
+    if done and count > 0 then
+      local result = {}
+      for pid in pairs(wanted) do result[pid] = latest[pid] end
+      return result
+    end
+    if core.monotonic() > deadline then
+      local parts = {}
+      for pid in pairs(wanted) do
+        local a = latest[pid]
+        parts[#parts + 1] = pid .. ": " .. (a and (a.status .. " " .. a.body) or "silent")
+      end
+      error("timed out waiting for " .. what .. " (" .. why .. ")\n" ..
+            table.concat(parts, "\n") .. "\n" .. self:error_log(), 2)
+    end
+    local status, body, headers = request(self.port, path)
+    if status then
+      local pid = tonumber(headers["x-worker-pid"])
+      if pid then latest[pid] = { status = status, body = body, headers = headers } end
+    else
+      why = body
+      testing.sleep(0.02) -- not serving yet (starting, reloading): ask again shortly
+    end
+  end
+end
+
+--- pid -> /status (decoded) of every live worker once accept(status) holds for each.
+function Nginx:statuses(accept, what, timeout, pids)
+  local answers = self:every_worker("/status", function(code, body)
+    if code ~= 200 then return false end
+    local status = json.decode(body)
+    return status ~= nil and accept(status)
+  end, what, timeout, pids)
+  local result = {}
+  for pid, a in pairs(answers) do result[pid] = json.decode(a.body) end
+  return result
+end
+
+--- Waits until every one of count live workers is set up and connected and exactly one
+-- leads; the election's contenders (observer's view) agree: count of them, the leader first.
+-- Returns the leader's pid and the statuses.
+function Nginx:settled(observer, app, count, what)
+  local deadline = core.monotonic() + 60
+  local last = "nothing yet"
+  while core.monotonic() < deadline do
+    local live = self:workers()
+    if #live == count then
+      local statuses = self:statuses(function(s)
+        return s.ready and s.state == "CONNECTED"
+      end, what .. ": every worker connected", 60)
+      local leaders = {}
+      for pid, s in pairs(statuses) do
+        if s.leader then leaders[#leaders + 1] = pid end
+      end
+      local election = observer:Election(app .. "/leader")
+      local ok, contenders = pcall(election.contenders, election)
+      if #leaders == 1 and ok and #contenders == count and
+         contenders[1] == tostring(leaders[1]) then
+        return leaders[1], statuses
+      end
+      last = string.format("leaders {%s}, contenders {%s}", table.concat(leaders, ","),
+                           ok and table.concat(contenders, ",") or tostring(contenders))
+    else
+      last = #live .. " live workers"
+    end
+    testing.sleep(0.05)
+  end
+  error("timed out waiting for " .. what .. ": " .. last .. "\n" .. self:error_log(), 2)
+end
+
+--- Sets the config node to value and waits until every live worker's /config shows it.
+function Nginx:propagate(observer, app, value)
+  observer:set(app .. "/config", value)
+  local version = observer:exists(app .. "/config").version
+  local answers = self:every_worker("/config", function(status, body)
+    return status == 200 and body == value
+  end, "every worker's /config to show " .. value)
+  for _, a in pairs(answers) do
+    assert.are.equal(tostring(version), a.headers["x-config-version"])
+  end
 end
 
 --- Graceful stop by the master's pid (SIGQUIT): true when nginx and every worker it had
@@ -174,8 +312,36 @@ end
 describe("zklua in nginx (ngx_lua, LuaJIT)", function()
   local server
   local kids = helpers.kids()
-  local nginx
+  local nginx, observer
   local root = cwd()
+  local app = "/zklua-nginx-spec"
+
+  local function example_env(extra)
+    local env = { ZKLUA_ROOT = root, ZKLUA_HOSTS = server.hosts,
+                  ZKLUA_SESSION_TIMEOUT = SESSION_TIMEOUT, ZKLUA_APP = app }
+    for k, v in pairs(extra or {}) do env[k] = v or nil end -- false: unset
+    return env
+  end
+
+  -- Starts the example (env: example_env(extra)) and waits until it settled with 4 workers.
+  local function start_example(extra, http_lines)
+    helpers.delete_trees(server.hosts, app)
+    observer = helpers.client(server.hosts, app)
+    observer:create(app .. "/config", "v0")
+    nginx = start_nginx(root .. "/examples/nginx/nginx.conf", example_env(extra), kids,
+                        http_lines)
+    return nginx:settled(observer, app, 4, "one leader among 4 workers")
+  end
+
+  -- A graceful stop closes every session: the workers' nodes go at once; nothing was logged
+  -- at error level or worse.
+  local function stop_cleanly()
+    assert.is_true(nginx:stop(), "nginx did not exit on SIGQUIT")
+    helpers.wait_until(function()
+      return #observer:get_children(app .. "/leader") == 0
+    end, 10, "the election's nodes to go")
+    nginx:assert_clean("the graceful stop")
+  end
 
   setup(function()
     assert(io.open(root .. "/build/luajit/zklua/core.so"), "build/luajit/zklua/core.so is " ..
@@ -189,158 +355,217 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
       nginx:remove()
       nginx = nil
     end
+    if observer then
+      helpers.drop(observer, app)
+      observer = nil
+    end
     kids:cleanup()
   end)
 
-  it("examples/nginx: one leader, the items divided; the leader killed, another takes over", function()
-    local app = "/zklua-nginx-spec"
-    helpers.delete_trees(server.hosts, app)
-    nginx = start_nginx(root .. "/examples/nginx/nginx.conf", {
-      ZKLUA_ROOT = root, ZKLUA_HOSTS = server.hosts, ZKLUA_SESSION_TIMEOUT = "2",
-      ZKLUA_APP = app }, kids)
-    nginx:wait_serving("/status")
-    local answered = {} -- pid -> how many of its answers came in
-
-    local last_round = "no round yet" -- what the last snapshot() saw, for failure messages
-
-    -- Asks /status until every live worker answered (new connections: reuseport spreads them);
-    -- returns pid -> its latest status, and the live pids; nil when some live worker did not
-    -- answer 400 requests (it may just have been started by the master, or be dying).
-    local function snapshot()
-      local latest, seen, failed, why = {}, 0, 0, nil
-      local live = nginx:workers()
-      local wanted = {}
-      for _, pid in ipairs(live) do wanted[pid] = true end
-      for _ = 1, 400 do
-        local body, err = get(nginx.port, "/status")
-        if body then
-          local status = parse_status(body)
-          answered[status.pid] = (answered[status.pid] or 0) + 1
-          if wanted[status.pid] then
-            if not latest[status.pid] then seen = seen + 1 end
-            latest[status.pid] = status
-          end
-          if seen == #live then return latest, live end
-        else
-          failed, why = failed + 1, err
-        end
-      end
-      local parts = {}
-      for _, pid in ipairs(live) do
-        parts[#parts + 1] = pid .. (latest[pid] and (" " .. latest[pid].state) or " silent")
-      end
-      last_round = string.format("live workers %s; %d requests failed (%s)",
-                                 table.concat(parts, ", "), failed, tostring(why))
-      return nil
+  it("examples/nginx: one leader among 4 workers, the endpoints; the leader killed, another " ..
+     "takes over", function()
+    local leader = start_example()
+    assert.are.equal(4, #nginx:workers())
+    -- the endpoints, on every worker
+    nginx:every_worker("/static", function(status, body)
+      return status == 200 and body == "ok"
+    end, "/static on every worker")
+    nginx:every_worker("/get", function(status, body)
+      return status == 200 and body == "v0"
+    end, "/get on every worker")
+    local values = {}
+    for i = 1, 20 do
+      local status, body = request(nginx.port, "/counter")
+      assert.are.equal(200, status, body)
+      values[i] = tonumber(body)
     end
+    for i = 1, 20 do assert.are.equal(i, values[i]) end -- one add each, in order
+    assert.are.equal("20", (observer:get(app .. "/counter")))
+    nginx:propagate(observer, app, "v1")
+    nginx:assert_clean("the endpoints")
 
-    -- Whether the statuses show one leader and a disjoint full cover of ITEMS, all at one
-    -- generation; returns the leader's pid then.
-    local function settled(latest, live)
-      local leader, generation, owner = nil, nil, {}
-      for _, pid in ipairs(live) do
-        local status = latest[pid]
-        if status.state ~= "CONNECTED" then return nil end
-        if status.leader == "true" then
-          if leader then return nil end
-          leader = pid
-        end
-        generation = generation or status.generation
-        if status.generation ~= generation or generation == "nil" then return nil end
-        for _, item in ipairs(status.items_list) do
-          if owner[item] then return nil end -- owned twice
-          owner[item] = pid
-        end
-      end
-      for _, item in ipairs(ITEMS) do
-        if not owner[item] then return nil end
-      end
-      local n = 0
-      for _ in pairs(owner) do n = n + 1 end
-      if n ~= #ITEMS then return nil end
-      return leader
+    -- kill the leader; the others keep answering while they contend for the leadership
+    nginx:kill_worker(leader)
+    local survivors = {}
+    for _, pid in ipairs(nginx:workers()) do
+      if pid ~= leader then survivors[pid] = true end
     end
-
-    -- Repeats snapshots until settled() holds for `count` live workers (and, given
-    -- `contenders`, every worker read that many election contenders); returns the leader.
-    -- A worker joins the allocator and the election separately, so the items may settle
-    -- before the last worker's election node is there.
-    local function until_settled(count, what, unless, contenders)
-      local deadline = os.time() + 120
-      while os.time() < deadline do
-        local latest, live = snapshot()
-        if latest and #live == count and not (unless and unless(live)) then
-          local leader = settled(latest, live)
-          if leader and contenders then
-            for _, pid in ipairs(live) do
-              if latest[pid].contenders ~= contenders then leader = nil end
-            end
-          end
-          if leader then return leader, latest, live end
-          local parts = {}
-          for _, pid in ipairs(live) do
-            local st = latest[pid]
-            parts[#parts + 1] = string.format("%d %s leader=%s gen=%s items=%s contenders=%s",
-                                              pid, st.state, st.leader, st.generation, st.items,
-                                              st.contenders)
-          end
-          last_round = table.concat(parts, "; ")
-        end
-        testing.sleep(0.05)
-      end
-      error("timed out waiting for " .. what .. ": " .. last_round .. "\n" .. nginx:error_log())
-    end
-
-    local leader, latest, live = until_settled(4, "one leader and the items divided among 4 workers",
-                                               nil, "4")
-    assert.are.equal(4, #live)
-    for _, pid in ipairs(live) do
-      assert.are.equal(3, #latest[pid].items_list) -- round_robin: 12 items, 4 workers
-      assert.are.equal("4", latest[pid].contenders) -- read from ZooKeeper by the request
-    end
-    -- the election's nodes agree: the leader's identifier (its pid) comes first
-    local zk = helpers.client(server.hosts)
-    assert.are.equal(tostring(leader), zk:Election(app .. "/leader"):contenders()[1])
-
-    -- kill the leader; the others keep answering while they contend for the lock
-    for pid in pairs(answered) do answered[pid] = 0 end
-    assert(os.execute("kill -KILL " .. leader))
-    local new_leader = until_settled(4, "a new leader and the items divided among the live workers",
-      function(live_now)
-        for _, pid in ipairs(live_now) do
-          if pid == leader then return true end -- not dead yet
-        end
-      end)
+    local answered = nginx:statuses(function() return true end, "the survivors' /status", 10,
+                                    survivors)
+    for pid in pairs(answered) do assert.are_not.equal(leader, pid) end
+    local new_leader = nginx:settled(observer, app, 4, "a new leader among 4 workers")
     assert.are_not.equal(leader, new_leader)
-    assert.are.equal(0, answered[leader] or 0)
-    local survivors = 0
-    for pid, n in pairs(answered) do
-      if pid ~= leader and n > 0 then survivors = survivors + 1 end
-    end
-    assert.is_true(survivors >= 3, "fewer than 3 workers answered during the takeover")
-    assert.are.equal(tostring(new_leader), zk:Election(app .. "/leader"):contenders()[1])
+    assert.is_false(child.alive(leader))
+    -- the worker the master started in place of the killed one has the config too
+    nginx:propagate(observer, app, "v2")
+    nginx:assert_clean("the leader killed")
+    stop_cleanly()
+  end)
 
-    -- a graceful stop closes every session: the workers' nodes go at once
-    assert.is_true(nginx:stop(), "nginx did not exit on SIGQUIT")
-    helpers.eventually(function()
-      return #zk:get_children(app .. "/leader") == 0
-    end, 10, "the election's nodes to go")
-    assert.are.same({}, nginx:errors())
-    zk:close()
-    helpers.delete_trees(server.hosts, app)
+  it("propagates the config to every worker under the timer wakeup", function()
+    start_example({ ZKLUA_NGX_WAKEUP = "timer" })
+    for i = 1, 3 do nginx:propagate(observer, app, "timer-" .. i) end
+    nginx:every_worker("/get", function(status, body)
+      return status == 200 and body == "timer-3"
+    end, "/get on every worker")
+    nginx:assert_clean("config propagation")
+    stop_cleanly()
+  end)
+
+  it("a reload (HUP) while requests wait on a contended lock: each is answered, the new " ..
+     "workers take over", function()
+    start_example()
+    local old = {}
+    for _, pid in ipairs(nginx:workers()) do old[pid] = true end
+    local holder = observer:Lock(app .. "/lock", "spec")
+    assert.is_true(holder:acquire(true, 10))
+    local waiting = {}
+    for i = 1, 8 do waiting[i] = assert(send_get(nginx.port, "/lock?timeout=60", 20)) end
+    helpers.wait_until(function()
+      return #holder:contenders() == 9
+    end, 10, "8 requests to wait for the lock")
+
+    assert(compat.execute("kill -HUP " .. nginx.master))
+    for i = 1, 8 do
+      local status, body = receive(waiting[i])
+      assert.is_truthy(status, body) -- an answer, not a hang (the socket waits 20 s)
+      assert.are.equal(503, status, body)
+      assert.truthy(body:find("ConnectionClosedError", 1, true), body)
+    end
+    helpers.wait_until(function()
+      for _, pid in ipairs(nginx:workers()) do
+        if old[pid] then return false end
+      end
+      return true
+    end, 20, "the old workers to exit")
+    for pid in pairs(old) do assert.is_false(child.alive(pid)) end
+    holder:release()
+    nginx:settled(observer, app, 4, "one leader among the 4 new workers")
+    -- the lock works again: the waiters' nodes went with the old sessions
+    helpers.wait_until(function() return #holder:contenders() == 0 end, 10,
+                       "the old waiters' lock nodes to go")
+    nginx:every_worker("/lock?timeout=5", function(status, body)
+      return status == 200 and body == "acquired"
+    end, "/lock on every new worker")
+    nginx:propagate(observer, app, "after-reload")
+    nginx:assert_clean("the reload")
+    stop_cleanly()
+  end)
+
+  it("ZooKeeper restarted, then down longer than the session timeout: the service recovers, " ..
+     "a leader is re-elected", function()
+    start_example()
+    -- a restart: the workers reconnect, their requests reach ZooKeeper again
+    server:node(1):stop()
+    server:node(1):start()
+    observer:close()
+    observer = helpers.client(server.hosts)
+    nginx:settled(observer, app, 4, "one leader after the restart")
+    nginx:every_worker("/get", function(status, body)
+      return status == 200 and body == "v0"
+    end, "/get on every worker after the restart")
+    nginx:propagate(observer, app, "after-restart")
+    nginx:assert_clean("the ZooKeeper restart")
+
+    -- down longer than the session timeout: every worker's session counts as expired
+    local sessions = {}
+    for pid, s in pairs(nginx:statuses(function() return true end, "/status", 10)) do
+      sessions[pid] = s.session
+    end
+    observer:close()
+    server:node(1):stop()
+    nginx:statuses(function(s) return s.state == "LOST" end, "every worker to see LOST", 30)
+    local status, body = request(nginx.port, "/get")
+    assert.are.equal(503, status, body) -- a clean error while ZooKeeper is away
+    server:node(1):start()
+    observer = helpers.client(server.hosts)
+    local _, statuses = nginx:settled(observer, app, 4, "one leader re-elected on new sessions")
+    for pid, s in pairs(statuses) do
+      assert.are_not.equal(sessions[pid], s.session, "worker " .. pid .. " kept its session")
+    end
+    nginx:propagate(observer, app, "after-expiry")
+    local counted = request(nginx.port, "/counter")
+    assert.are.equal(200, counted)
+    nginx:assert_clean("ZooKeeper down past the session timeout")
+    stop_cleanly()
+  end)
+
+  it("make install-nginx: installed where nginx's LuaJIT looks; nginx runs the example on " ..
+     "what was installed", function()
+    local dest = temp_dir()
+    local out, err, code = helpers.run("make -s install-nginx DESTDIR=" .. child.quote(dest), 120)
+    assert.are.equal(0, code, out .. err)
+    local lib, share = dest .. "/usr/local/lib/lua/5.1", dest .. "/usr/local/share/lua/5.1"
+    for _, file in ipairs({ lib .. "/zklua/core.so", share .. "/zklua/init.lua",
+                            share .. "/zklua/handlers/ngx.lua",
+                            share .. "/zklua/recipes/election.lua" }) do
+      assert.is_truthy(read_file(file), file .. " is not installed")
+    end
+
+    -- nginx's own default paths hold the default PREFIX's directories
+    local probe = temp_dir()
+    assert(os.execute("mkdir -p " .. child.quote(probe .. "/logs")))
+    write_file(probe .. "/nginx.conf", [[
+worker_processes 1;
+daemon off;
+master_process off;
+pid logs/nginx.pid;
+load_module /usr/lib/nginx/modules/ndk_http_module.so;
+load_module /usr/lib/nginx/modules/ngx_http_lua_module.so;
+events {}
+http {
+  init_by_lua_block {
+    local f = assert(io.open(ngx.config.prefix() .. "/paths", "w"))
+    f:write(package.path, "\n", package.cpath, "\n")
+    f:close()
+  }
+}
+]])
+    local kid = child.spawn({ NGINX, "-p", probe, "-c", probe .. "/nginx.conf",
+                              "-e", probe .. "/logs/error.log" })
+    kids[#kids + 1] = kid
+    helpers.wait_until(function() return read_file(probe .. "/paths") ~= nil end, 10,
+                       "nginx to write its Lua paths")
+    kid:signal("QUIT")
+    kid:wait_exit(10)
+    local paths = read_file(probe .. "/paths")
+    os.execute("rm -rf " .. child.quote(probe))
+    for _, wanted in ipairs({ "/usr/local/share/lua/5.1/?.lua;",
+                              "/usr/local/share/lua/5.1/?/init.lua;",
+                              "/usr/local/lib/lua/5.1/?.so;" }) do
+      assert.truthy(paths:find(wanted, 1, true), wanted .. " is not in " .. paths)
+    end
+
+    -- the example on the installed tree: README.md's lines for a PREFIX nginx does not search
+    local prefix = dest .. "/usr/local"
+    local leader, statuses = start_example({
+      ZKLUA_ROOT = false, ZKLUA_EXAMPLE = root .. "/examples/nginx" },
+      '    lua_package_path "' .. prefix .. '/share/lua/5.1/?.lua;' .. prefix ..
+      '/share/lua/5.1/?/init.lua;;";\n    lua_package_cpath "' .. prefix ..
+      '/lib/lua/5.1/?.so;;";')
+    assert.is_truthy(leader)
+    for _, s in pairs(statuses) do
+      assert.are.equal(lib .. "/zklua/core.so", s.zklua_core)
+    end
+    nginx:propagate(observer, app, "installed")
+    stop_cleanly()
+    os.execute("rm -rf " .. child.quote(dest))
   end)
 
   it("runs the ngx handler's luaunit tests inside a worker", function()
     nginx = start_nginx(root .. "/spec/fixtures/nginx/handler_tests.conf", {
       ZKLUA_ROOT = root, ZKLUA_HOSTS = server.hosts }, kids)
-    nginx:wait_serving("/filter")
-    local report, why = get(nginx.port, "/run", 300)
-    assert.is_truthy(report, why)
+    local status, report = nil, nil
+    helpers.wait_until(function()
+      status, report = request(nginx.port, "/run", 300)
+      return status ~= nil
+    end, 30, "nginx to serve /run")
+    assert.are.equal(200, status, report)
     local failures = tonumber(report:match("failures (%-?%d+)%s*$"))
     assert.are.equal(0, failures, report .. "\n" .. nginx:error_log())
-    assert.truthy(report:find("Ran 7 tests", 1, true), report)
+    assert.truthy(report:find("Ran 8 tests", 1, true), report)
     assert.is_true(nginx:stop(), "nginx did not exit on SIGQUIT")
-    assert.are.same({}, nginx:errors())
+    nginx:assert_clean("the handler's tests")
     helpers.delete_trees(server.hosts, "/ngx-handler-tests")
   end)
 end)

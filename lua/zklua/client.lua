@@ -100,6 +100,18 @@ local function configure_logger(logger, log_level)
   return stderr_logger(level), level
 end
 
+--- The handler a client gets without the handler option: the blocking one, except inside
+-- nginx (ngx_lua), where it would stall the worker's event loop: there the option is demanded.
+local function default_handler()
+  local host = rawget(_G, "ngx")
+  if type(host) == "table" and host.get_phase then
+    check.fail("client", "handler", "inside nginx a client needs the ngx handler: " ..
+               "zklua.client{..., handler = require(\"zklua.handlers.ngx\").new()} " ..
+               "(the blocking handler would stall the worker)")
+  end
+  return blocking
+end
+
 --- zklua.client(hosts) or zklua.client{hosts = ..., timeout = ..., ...}
 -- connection_retry (kazoo's): with every server down, the client makes a pass over its hosts,
 -- then pauses (delay, growing by backoff up to max_delay, times 1 +- max_jitter) before the
@@ -116,7 +128,7 @@ function Client.new(arg)
                tostring(timeout) .. ")")
   end
   if opts.default_acl then check.acls("client", opts.default_acl, "default_acl") end
-  local handler = opts.handler or blocking
+  local handler = opts.handler or default_handler()
   local logger, log_level = configure_logger(opts.logger, opts.log_level)
   local self = setmetatable({
     hosts = hosts,
