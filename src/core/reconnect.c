@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "event.h"
 #include "queue.h"
+#include "random.h"
 
 enum {
     LONGEST_PAUSE_S = 1000000, /* a longer pause lasts until the handle closes */
@@ -96,9 +97,7 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
         return -1;
     }
     r->pass_attempts = 1;
-    struct timespec seed;
-    clock_gettime(CLOCK_REALTIME, &seed);
-    r->random_state = ((uint64_t)seed.tv_nsec << 20) ^ (uint64_t)(uintptr_t)r ^ 0x9E3779B97F4A7C15ULL;
+    r->random_state = zkl_random_seed(r);
     r->policy = zkl_reconnect_default_policy(session_timeout_ms);
     atomic_init(&r->zh, NULL);
     atomic_init(&r->attempts_failed, 0);
@@ -202,18 +201,6 @@ static void pause_locked(zkl_reconnect *r, double seconds)
     }
 }
 
-/* A uniform number in [0, 1) for the jitter (xorshift64*: drand48 is not thread-safe).
- * Mutex held. */
-static double next_random_locked(zkl_reconnect *r)
-{
-    uint64_t x = r->random_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->random_state = x;
-    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
-}
-
 /* kazoo's KazooRetry step after a failed pass: give up (returns -1) or the pause, seconds.
  * Mutex held. */
 static double next_pause_locked(zkl_reconnect *r, double now)
@@ -222,7 +209,7 @@ static double next_pause_locked(zkl_reconnect *r, double now)
     if (p->max_tries >= 0 && r->passes_failed == p->max_tries)
         return -1;
     r->passes_failed++;
-    double jitter = 1.0 + p->max_jitter * (2.0 * next_random_locked(r) - 1.0);
+    double jitter = 1.0 + p->max_jitter * (2.0 * zkl_random_unit(&r->random_state) - 1.0);
     double pause = r->next_delay * jitter;
     if (pause > p->max_delay)
         pause = p->max_delay;

@@ -7,9 +7,14 @@
  *   counter:phase() -> "idle" | "busy"
  *   counter:outcome() -> "ok" | "failed" | "bad_data" | "overflow", rc
  *   counter:pre(), counter:post() -> the values (integers, or floats for "float")
+ *   counter:set_backoff(base_ms, cap_ms) -> true   (the BadVersion backoff; see counter.h)
+ *   counter:stats() -> { retries = BadVersion retries of the current or last operation,
+ *                        backoffs = pauses taken since the counter was made,
+ *                        backing_off = a pause is under way }
  *   core.counter_repr(x) -> Python's repr of the float x
  *
- * The logic (reads, sets at a version, BadVersion retries, reconnection and expiry) is in
+ * The logic (reads, sets at a version, BadVersion retries after a backoff with jitter,
+ * reconnection and expiry) is in
  * counter.c; lua/zklua/recipes/counter.lua checks arguments and waits.  SUSPENDED: the
  * operation under way waits for the reconnection.  LOST: it starts again on the new session.
  * The userdata keeps its session's userdata as a user value; once the session is closed the
@@ -118,6 +123,32 @@ static int counter_inflight(lua_State *L)
     return 1;
 }
 
+static int counter_set_backoff(lua_State *L)
+{
+    counter_box *box = check_box(L);
+    lua_Integer base = luaL_checkinteger(L, 2), cap = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, base >= 1 && base <= ZKL_COUNTER_BACKOFF_MAX_MS, 2,
+                  "base_ms must be 1..600000");
+    luaL_argcheck(L, cap >= base && cap <= ZKL_COUNTER_BACKOFF_MAX_MS, 3,
+                  "cap_ms must be base_ms..600000");
+    zkl_counter_set_backoff(box->base.obj, (long)base, (long)cap); /* checked: cannot fail */
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int counter_stats(lua_State *L)
+{
+    const zkl_counter *c = check_box(L)->base.obj;
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, zkl_counter_retries(c));
+    lua_setfield(L, -2, "retries");
+    lua_pushinteger(L, zkl_counter_backoffs(c));
+    lua_setfield(L, -2, "backoffs");
+    lua_pushboolean(L, zkl_counter_backing_off(c));
+    lua_setfield(L, -2, "backing_off");
+    return 1;
+}
+
 static int counter_repr(lua_State *L)
 {
     char buf[64];
@@ -129,6 +160,7 @@ static int counter_repr(lua_State *L)
 static const luaL_Reg counter_methods[] = {
     {"start", counter_start},   {"phase", counter_phase}, {"outcome", counter_outcome},
     {"pre", counter_pre},       {"post", counter_post},   {"inflight", counter_inflight},
+    {"set_backoff", counter_set_backoff}, {"stats", counter_stats},
     {NULL, NULL},
 };
 

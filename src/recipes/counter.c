@@ -1,8 +1,9 @@
 /*
  * counter.c — see counter.h.  Steps: GET (value and version), ENSURE (create the path and its
  * parents when the GET found no node, then GET again), SET (value + delta at the read
- * version; BadVersion: GET again).  Only the result of the op the counter waits for (op_id)
- * counts; anything else that comes back is stale and only counted.
+ * version; BadVersion: BACKOFF, a session timer, then GET again).  Only the result of the op
+ * the counter waits for (op_id) and the timer it armed (timer_id) count; any other op that
+ * comes back is stale and only counted.  Timers are not counted: they are taken back.
  */
 #include "counter.h"
 
@@ -14,11 +15,13 @@
 #include <string.h>
 
 #include "../core/ops.h"
+#include "../core/random.h"
+#include "../core/timers.h"
 #include "common.h"
 
 enum { MAX_ENSURE_ROUNDS = 10, DATA_MAX = 64 };
 
-typedef enum { STEP_NONE, STEP_GET, STEP_ENSURE, STEP_SET } counter_step;
+typedef enum { STEP_NONE, STEP_GET, STEP_ENSURE, STEP_SET, STEP_BACKOFF } counter_step;
 
 struct zkl_counter {
     zkl_session *s;
@@ -39,6 +42,11 @@ struct zkl_counter {
     int written_len;
     uint64_t op_id;
     long inflight;
+    uint64_t timer_id;     /* the backoff timer armed, 0: none */
+    long base_ms, cap_ms;  /* the backoff policy */
+    long retries;          /* BadVersion retries of the current (or last) operation */
+    long backoffs;         /* pauses taken (their timer fired) since the counter was made */
+    uint64_t random_state; /* for the jitter */
 };
 
 int zkl_counter_float_repr(double v, char *out, size_t size)
@@ -176,8 +184,17 @@ static int format(const zkl_counter *c, zkl_counter_value v, char *out)
 
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
 
+/* Takes the backoff timer back: its route will not be called. */
+static void stop_timer(zkl_counter *c)
+{
+    if (c->timer_id && c->s)
+        zkl_session_cancel_timer(c->s, c->timer_id);
+    c->timer_id = 0;
+}
+
 static void finish(zkl_counter *c, zkl_counter_outcome outcome, int rc)
 {
+    stop_timer(c);
     c->phase = ZKL_COUNTER_IDLE;
     c->outcome = outcome;
     c->rc = rc;
@@ -227,6 +244,37 @@ static void go(zkl_counter *c, counter_step step)
     }
     c->op_id = submit(c);
     if (c->op_id == 0)
+        finish(c, ZKL_COUNTER_FAILED, ZSYSTEMERROR);
+}
+
+/* The pause before BadVersion retry n (1, 2, ...), ms: "equal jitter", uniform in
+ * [ceiling / 2, ceiling] where the ceiling is base_ms doubled n - 1 times, at most cap_ms. */
+long zkl_counter_backoff_ms(long n, long base_ms, long cap_ms, uint64_t *random_state)
+{
+    long ceiling = base_ms;
+    for (long i = 1; i < n && ceiling < cap_ms; i++)
+        ceiling *= 2;
+    if (ceiling > cap_ms)
+        ceiling = cap_ms;
+    double half = (double)ceiling / 2.0;
+    return (long)(half + half * zkl_random_unit(random_state) + 0.5);
+}
+
+/* A set met BadVersion (someone else's update went through): read again after a pause, so
+ * that the contenders that just collided do not all collide again. */
+static void back_off(zkl_counter *c)
+{
+    c->retries++;
+    c->step = STEP_BACKOFF;
+    c->op_id = 0;
+    c->parked = 0;
+    if (c->orphaned) {
+        finish(c, ZKL_COUNTER_FAILED, ZCLOSING);
+        return;
+    }
+    long delay = zkl_counter_backoff_ms(c->retries, c->base_ms, c->cap_ms, &c->random_state);
+    c->timer_id = zkl_session_add_timer(c->s, delay, &c->route);
+    if (c->timer_id == 0)
         finish(c, ZKL_COUNTER_FAILED, ZSYSTEMERROR);
 }
 
@@ -319,7 +367,7 @@ static void on_op(zkl_counter *c, const zkl_event *ev)
         if (ev->rc == ZOK)
             finish(c, ZKL_COUNTER_OK, ZOK);
         else if (ev->rc == ZBADVERSION)
-            go(c, STEP_GET);
+            back_off(c);
         else
             finish(c, ZKL_COUNTER_FAILED, ev->rc);
         break;
@@ -330,6 +378,7 @@ static void on_op(zkl_counter *c, const zkl_event *ev)
 
 static void destroy(zkl_counter *c)
 {
+    stop_timer(c);
     if (c->s && c->listening)
         zkl_session_remove_state_listener(c->s, on_state, c);
     free(c->path);
@@ -346,7 +395,14 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
 {
     (void)s;
     zkl_counter *c = ctx;
-    if (ev->kind == ZKL_EV_OP) {
+    if (ev->kind == ZKL_EV_TIMER) {
+        if (ev->id == c->timer_id) {
+            c->timer_id = 0;
+            c->backoffs++;
+            if (c->phase == ZKL_COUNTER_BUSY && c->step == STEP_BACKOFF)
+                go(c, STEP_GET);
+        }
+    } else if (ev->kind == ZKL_EV_OP) {
         c->inflight--;
         if (ev->id == c->op_id && c->s && c->phase == ZKL_COUNTER_BUSY) {
             c->op_id = 0;
@@ -370,6 +426,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
             } else { /* expired: what was in flight is stale; read again on the new session */
                 if (c->step == STEP_SET && c->op_id)
                     c->set_unsure = 1;
+                stop_timer(c); /* a pause under way: the new session reads at once */
                 c->op_id = 0;
                 c->step = STEP_GET;
                 c->parked = 1;
@@ -390,6 +447,9 @@ zkl_counter *zkl_counter_new(zkl_session *s, const char *path, zkl_counter_kind 
     c->route.ctx = c;
     c->kind = kind;
     c->def = def;
+    c->base_ms = ZKL_COUNTER_BACKOFF_BASE_MS;
+    c->cap_ms = ZKL_COUNTER_BACKOFF_CAP_MS;
+    c->random_state = zkl_random_seed(c);
     c->pre = c->post = def;
     c->path = strdup(path);
     if (!c->path || zkl_session_add_state_listener(s, on_state, c) != 0) {
@@ -414,6 +474,7 @@ void zkl_counter_free(zkl_counter *c)
 
 void zkl_counter_forget_session(zkl_counter *c)
 {
+    c->timer_id = 0; /* the session is gone, and its timers with it */
     c->s = NULL;
     c->inflight = 0;
     if (c->phase == ZKL_COUNTER_BUSY)
@@ -437,6 +498,7 @@ int zkl_counter_start(zkl_counter *c, int add, zkl_counter_value delta)
     c->rc = ZOK;
     c->ensure_rounds = 0;
     c->set_unsure = 0;
+    c->retries = 0;
     go(c, STEP_GET);
     return 0;
 }
@@ -453,3 +515,18 @@ zkl_counter_outcome zkl_counter_outcome_of(const zkl_counter *c, int *rc)
 zkl_counter_value zkl_counter_pre(const zkl_counter *c) { return c->pre; }
 zkl_counter_value zkl_counter_post(const zkl_counter *c) { return c->post; }
 long zkl_counter_inflight(const zkl_counter *c) { return c->inflight; }
+
+int zkl_counter_set_backoff(zkl_counter *c, long base_ms, long cap_ms)
+{
+    if (base_ms < 1 || cap_ms < base_ms || cap_ms > ZKL_COUNTER_BACKOFF_MAX_MS) {
+        errno = EINVAL;
+        return -1;
+    }
+    c->base_ms = base_ms;
+    c->cap_ms = cap_ms;
+    return 0;
+}
+
+long zkl_counter_retries(const zkl_counter *c) { return c->retries; }
+long zkl_counter_backoffs(const zkl_counter *c) { return c->backoffs; }
+int zkl_counter_backing_off(const zkl_counter *c) { return c->timer_id != 0; }

@@ -7,21 +7,33 @@
  * support_curator a 4-byte big-endian signed int (curator's SharedCount).  Empty data is the
  * default.  An update reads the value and its version, then sets value + delta with that
  * version; on BadVersion it reads again (no limit: every BadVersion means someone else's
- * update went through).
+ * update went through), after a pause.
+ *
+ * Backoff: the pause before BadVersion retry n of an operation is drawn uniformly from
+ * [ceiling / 2, ceiling], the ceiling doubling from base_ms (ZKL_COUNTER_BACKOFF_BASE_MS) up
+ * to cap_ms (ZKL_COUNTER_BACKOFF_CAP_MS) — "equal jitter".  Retrying at once made every
+ * contender collide again: with 200 adds at once over 4 sessions the pause cut the BadVersion
+ * retries per add from about 40 to about 7 and roughly halved p50 and p99
+ * (bench/counter_contention.lua).  The count restarts with every operation.  The pause is a session timer (timers.h) armed on the owner thread; it is taken
+ * back whenever the operation ends otherwise (stop, close, zkl_counter_free(), a session
+ * expiry), so no timer ever fires into a freed counter.
  *
  * Everything runs on the session's owner thread (routed ops, see route.h).  The owner starts
  * one read or add at a time and polls the phase; it waits itself.
  *
  * - SUSPENDED (connection loss, operation timeout): the step under way is repeated once the
- *   session is CONNECTED again.  A set whose reply was lost is ambiguous: the next read counts
+ *   session is CONNECTED again; a pause under way runs on, and the read after it waits for
+ *   the connection.  A set whose reply was lost is ambiguous: the next read counts
  *   it as applied when the node's version is exactly one past the version we set against and
  *   its data is exactly what we wrote (kazoo retries blindly and may add twice); only a
  *   concurrent client making the identical change at the identical version can fool this.
  * - LOST (session expired): the read or add under way starts again on the new session (with
- *   the same ambiguity rule for a set in flight).  The counter node is persistent: nothing is
+ *   the same ambiguity rule for a set in flight); a pause under way is taken back and the
+ *   read is made as soon as the new session is CONNECTED.  The counter node is persistent: nothing is
  *   lost.  Stopped session (ZCLOSING) or auth failure: the operation fails with that rc.
  * - zkl_counter_free() with ops in flight leaves the counter allocated ("orphaned") until they
- *   came back; an orphaned operation is abandoned (it stops after its current op).
+ *   came back; an orphaned operation is abandoned (it stops after its current op; a pause
+ *   under way is taken back and the counter freed at once).
  */
 #ifndef ZKL_COUNTER_H
 #define ZKL_COUNTER_H
@@ -31,6 +43,13 @@
 #include "../core/session.h"
 
 typedef struct zkl_counter zkl_counter;
+
+/* The backoff policy's defaults and the longest cap zkl_counter_set_backoff() takes, ms. */
+enum {
+    ZKL_COUNTER_BACKOFF_BASE_MS = 2,
+    ZKL_COUNTER_BACKOFF_CAP_MS = 64,
+    ZKL_COUNTER_BACKOFF_MAX_MS = 600000
+};
 
 typedef enum { ZKL_COUNTER_INT = 0, ZKL_COUNTER_FLOAT = 1, ZKL_COUNTER_CURATOR = 2 } zkl_counter_kind;
 
@@ -66,6 +85,18 @@ zkl_counter_outcome zkl_counter_outcome_of(const zkl_counter *c, int *rc);
 zkl_counter_value zkl_counter_pre(const zkl_counter *c);
 zkl_counter_value zkl_counter_post(const zkl_counter *c);
 long zkl_counter_inflight(const zkl_counter *c);
+
+/* The backoff policy (see above), for the pauses drawn from now on: 0, or -1 with
+ * errno EINVAL unless 1 <= base_ms <= cap_ms <= ZKL_COUNTER_BACKOFF_MAX_MS. */
+int zkl_counter_set_backoff(zkl_counter *c, long base_ms, long cap_ms);
+/* The pause before BadVersion retry n (n >= 1) under that policy, ms; advances *random_state. */
+long zkl_counter_backoff_ms(long n, long base_ms, long cap_ms, uint64_t *random_state);
+/* BadVersion retries of the operation under way, or of the last one. */
+long zkl_counter_retries(const zkl_counter *c);
+/* Pauses taken (the timer fired) since the counter was made. */
+long zkl_counter_backoffs(const zkl_counter *c);
+/* 1 while a pause is under way (its timer armed). */
+int zkl_counter_backing_off(const zkl_counter *c);
 
 /* Python's repr of a float (shortest round-trip, "1e+16", "inf", "nan"); returns the length. */
 int zkl_counter_float_repr(double v, char *out, size_t size);
