@@ -20,9 +20,11 @@ enum {
 };
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ int zkl_queue_init(zkl_queue *q)
     q->owner_waiting = 0;
     q->length = 0;
     q->wake_at_length = 1;
+    q->notify_fd = -1;
     q->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->fd < 0)
         return -1;
@@ -74,9 +77,47 @@ void zkl_queue_destroy(zkl_queue *q)
     free_list(q->pending);
     q->head = q->tail = q->pending = q->taken = NULL;
     close(q->fd);
+    if (q->notify_fd >= 0)
+        close(q->notify_fd);
     pthread_cond_destroy(&q->idle);
     pthread_cond_destroy(&q->ready);
     pthread_mutex_destroy(&q->mutex);
+}
+
+/* Makes the fd readable (once until drained) and tells the notify socket, if any. */
+static void arm_fd_locked(zkl_queue *q)
+{
+    if (q->fd_armed)
+        return;
+    uint64_t one = 1;
+    ssize_t n = write(q->fd, &one, sizeof one);
+    (void)n; /* cannot fail: the counter is 0 while the fd is not armed */
+    q->fd_armed = 1;
+    if (q->notify_fd >= 0) {
+        n = send(q->notify_fd, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n; /* full: the reader has bytes already; closed: nobody reads any more */
+    }
+}
+
+int zkl_queue_notify_fd(zkl_queue *q, int fd)
+{
+    int copy = -1;
+    if (fd >= 0) {
+        copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (copy < 0)
+            return -1;
+    }
+    pthread_mutex_lock(&q->mutex);
+    int old = q->notify_fd;
+    q->notify_fd = copy;
+    if (copy >= 0 && q->fd_armed) {
+        ssize_t n = send(copy, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n;
+    }
+    pthread_mutex_unlock(&q->mutex);
+    if (old >= 0)
+        close(old);
+    return 0;
 }
 
 /* An event arrived: arms the fd, unless the owner is blocked in zkl_queue_wait(); then
@@ -86,12 +127,7 @@ static int wake_owner_locked(zkl_queue *q)
 {
     if (q->owner_waiting)
         return q->length >= q->wake_at_length || q->pending_count == 0;
-    if (!q->fd_armed) {
-        uint64_t one = 1;
-        ssize_t n = write(q->fd, &one, sizeof one);
-        (void)n; /* cannot fail: the counter is 0 while the fd is not armed */
-        q->fd_armed = 1;
-    }
+    arm_fd_locked(q);
     return 0;
 }
 
@@ -178,12 +214,7 @@ void zkl_queue_fail_pending(zkl_queue *q, int rc)
 void zkl_queue_poke(zkl_queue *q)
 {
     pthread_mutex_lock(&q->mutex);
-    if (!q->fd_armed) {
-        uint64_t one = 1;
-        ssize_t n = write(q->fd, &one, sizeof one);
-        (void)n; /* cannot fail: the counter is 0 while the fd is not armed */
-        q->fd_armed = 1;
-    }
+    arm_fd_locked(q);
     pthread_mutex_unlock(&q->mutex);
 }
 

@@ -303,6 +303,11 @@ int zkl_session_fd(const zkl_session *s)
     return s->queue.fd;
 }
 
+int zkl_session_notify_fd(zkl_session *s, int fd)
+{
+    return zkl_queue_notify_fd(&s->queue, fd);
+}
+
 static void retry_open_if_owed(zkl_session *s)
 {
     if (s->needs_open && !s->stopped)

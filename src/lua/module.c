@@ -179,6 +179,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_int64(L);
     zkl_register_stat_metatable(L);
     zkl_register_session(L);
+    zkl_register_waker(L);
     zkl_register_lock(L);
     zkl_register_counter(L);
     zkl_register_party(L);

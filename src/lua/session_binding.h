@@ -6,6 +6,8 @@
 #include "compat.h"
 
 void zkl_register_session(lua_State *L); /* the module table is on top of the stack */
+/* core.waker(): a session's wake-up socket for hosts that read sockets (waker_binding.c). */
+void zkl_register_waker(lua_State *L);
 
 /* Where the session userdata at idx keeps its session (raises if idx is not one): the slot
  * reads NULL once that session is closed, and stays valid while the userdata lives.  Recipe

@@ -50,12 +50,17 @@ local DEFAULT_RECHECK = 0.1
 --                         timeout s pass; waiting: whether a coroutine waits now
 --   alive()               optional: false once the host is shutting down (the poller ends)
 --   forget(fd)            optional: fd is about to be closed, stop polling it
+--   attach(client), detach(client)  optional: a client joins the handler / is about to close
+--                         (a host that learns of events another way than through fds)
+--   start(handler)        optional: called once with the handler; a host whose own reader
+--                         learns of events calls handler.events_ready() from it
 --   recheck               optional, seconds between the poller's rounds without events
 function handlers.new(host)
   local handler = { name = host.name }
   local clients = {} -- attached client -> true (until close(): the poller uses them)
   local waiters = {}          -- waiter -> true
   local poller = nil          -- the coroutine that polls now, or nil
+  local rounds = 0            -- the poller's rounds so far (handler.rounds())
   local wake = host.new_signal()
   local recheck = host.recheck or DEFAULT_RECHECK
   local log = host.log or function(what, err)
@@ -139,6 +144,7 @@ function handlers.new(host)
     local me = coroutine.running()
     poller = me
     while poller == me and busy() do
+      rounds = rounds + 1
       dispatch_all()
       if poller ~= me then break end -- a callback waited: a new poller took over
       wake_ready()
@@ -173,13 +179,21 @@ function handlers.new(host)
     spawn_poller()
   end
 
+  --- Wakes the poller: events may wait (for hosts whose own reader learns of them).
+  function handler.events_ready()
+    wake:signal()
+    spawn_poller()
+  end
+
   function handler.attach(client)
     clients[client] = true
+    if host.attach then host.attach(client) end
   end
 
   --- Called by zk:close() before the client's fd is closed: the host stops polling it.
   function handler.detach(client)
     clients[client] = nil
+    if host.detach then host.detach(client) end
     local fd = client:fileno()
     if fd and host.forget then host.forget(fd) end
     handler.poke()
@@ -250,11 +264,17 @@ function handlers.new(host)
     return n
   end
 
+  --- How many rounds (wake-ups) the poller made so far (for tests and monitoring).
+  function handler.rounds()
+    return rounds
+  end
+
   --- Whether a poller runs now.
   function handler.polling()
     return poller ~= nil
   end
 
+  if host.start then host.start(handler) end
   return handler
 end
 

@@ -11,11 +11,23 @@
 --
 -- Every zklua call that blocks by default yields the request's (or timer's) coroutine instead
 -- (see zklua.handlers.coroutine for what that covers and guarantees), so no worker's event loop
--- ever blocks on ZooKeeper, not even while a lock is contended.  ngx_lua cannot watch an
--- arbitrary fd, so a poller running in an ngx.timer dispatches the worker's clients every
--- `interval` seconds while something waits (default 0.002) and every `idle_interval` seconds
--- otherwise (default 0.05: watch callbacks, elections and state changes); waiting coroutines
--- sleep on ngx.semaphore and are posted as soon as the poller sees their result.
+-- ever blocks on ZooKeeper, not even while a lock is contended.  Waiting coroutines sleep on
+-- ngx.semaphore and are posted as soon as their result is in.
+--
+-- How the worker learns that ZooKeeper has something for it (opts.wakeup):
+-- * "socket" (the default): event-driven.  ngx_lua cannot watch an arbitrary fd, but it can
+--   read its own cosockets, so the handler makes a wake-up socket (core.waker: a unix-domain
+--   socket at a private path in opts.socket_dir, default /tmp, removed as soon as it is
+--   connected) and a reader, running in an ngx.timer, connects a cosocket to it.  Each
+--   attached client's session writes one byte to it whenever events start waiting (a reply, a
+--   watch, a state change, a recipe's timer), so the worker sleeps in epoll until then and
+--   wakes at once: no polling, the same latency as the blocking handler.  While coroutines
+--   wait, the handler also looks at them every opts.check_interval seconds (default 1: a
+--   cancel() made elsewhere is not an event); an idle worker wakes about once a minute.
+-- * "timer": the fallback, and what the handler uses if the wake-up socket cannot be made or
+--   connected (it says so in error.log): a poller in an ngx.timer dispatches every
+--   opts.interval seconds while something waits (default 0.002) and every
+--   opts.idle_interval seconds otherwise (default 0.05).
 --
 -- Where ngx_lua cannot yield (init_by_lua, init_worker_by_lua, set_by_lua, header_filter,
 -- body_filter, log_by_lua, exit_worker) a call that waits raises WouldBlockError; start the
@@ -28,6 +40,8 @@
 -- Election latches re-arm on the new session), and zk:stop()/close() fails every op in flight
 -- with ConnectionClosedError, posting the coroutines that wait for them.
 local coroutine_handler = require "zklua.handlers.coroutine"
+local check = require "zklua.check"
+local core = require "zklua.core"
 local semaphore = require "ngx.semaphore"
 
 local ngx = ngx -- luacheck: ignore (the ngx_lua global)
@@ -74,14 +88,123 @@ local function log(what, err)
   ngx.log(ngx.ERR, "zklua: error in ", what, ": ", tostring(err))
 end
 
---- A handler for this worker.  opts.interval / opts.idle_interval: the poller's period (s)
--- while a coroutine waits / otherwise.
+local function positive(value, name, default)
+  if value == nil then return default end
+  if type(value) ~= "number" or value ~= value or value <= 0 or value == math.huge then
+    check.fail("zklua.handlers.ngx.new", name, name .. " must be a positive number of seconds")
+  end
+  return value
+end
+
+-- The wake-up socket (opts.wakeup = "socket"): host.attach/detach hand each client's session
+-- to the waker; the reader, in its own timer, turns bytes on the socket into
+-- handler.events_ready().  Until the reader is connected, and for good if it fails, the host
+-- polls as the timer fallback does (host.fallback).
+--
+-- No timeout of the reader's ever fires (ngx_lua would log each as an error): a guard timer
+-- writes a byte every KEEPALIVE seconds, and at once when the worker exits (ngx_lua runs
+-- pending timers early, "premature", then), so the reader wakes, sees the worker exiting and
+-- ends, and the worker's exit is never held up.
+local KEEPALIVE = 300 -- s
+
+local function use_socket(host, opts)
+  local waker = core.waker(opts.socket_dir or "/tmp")
+  local clients = {}   -- attached client -> true
+  local connected = false
+  local handler
+
+  local function attach_session(client)
+    local session = client._session
+    if session then waker:attach(session) end
+  end
+
+  function host.attach(client)
+    clients[client] = true
+    if connected then attach_session(client) end
+  end
+
+  function host.detach(client)
+    clients[client] = nil
+    if connected and client._session then waker:detach(client._session) end
+  end
+
+  local function give_up(what, err)
+    log(what .. " (zklua.handlers.ngx falls back to polling from a timer)", err)
+    connected = false
+    host.fallback = true
+    waker:close()
+    handler.events_ready()
+  end
+
+  local guard
+  guard = function(premature)
+    if not connected then return end
+    waker:signal()
+    if premature or ngx.worker.exiting() then return end
+    local ok, err = ngx.timer.at(KEEPALIVE, guard)
+    if not ok then log("re-arming the wake-up socket's guard timer", err) end
+  end
+
+  local function read_loop(sock)
+    sock:settimeout(KEEPALIVE * 2 * 1000)
+    while not ngx.worker.exiting() do
+      local data, err = sock:receiveany(4096)
+      if data then
+        handler.events_ready()
+      else
+        return give_up("reading the wake-up socket", err)
+      end
+    end
+    handler.events_ready() -- the poller sees the worker exiting and stops its clients
+  end
+
+  local function reader(premature)
+    if premature then return waker:close() end
+    local sock = ngx.socket.tcp()
+    local ok, err = sock:connect("unix:" .. waker:path())
+    if ok then ok, err = waker:accept() end
+    if ok then ok, err = ngx.timer.at(KEEPALIVE, guard) end
+    if not ok then
+      sock:close()
+      return give_up("connecting the wake-up socket", err)
+    end
+    connected = true
+    host.fallback = false
+    for client in pairs(clients) do attach_session(client) end
+    handler.events_ready() -- events that queued before the socket was there
+    read_loop(sock)
+    connected = false
+    sock:close()
+    waker:close()
+  end
+
+  function host.start(h)
+    handler = h
+    local ok, err = ngx.timer.at(0, reader)
+    if not ok then give_up("starting the wake-up socket's reader", err) end
+  end
+end
+
+--- A handler for this worker.  opts (all optional):
+--   wakeup          "socket" (default: event-driven) or "timer" (polling; see above)
+--   socket_dir      where the wake-up socket is made for a moment (default "/tmp")
+--   check_interval  s between looks at the waiting coroutines, socket mode (1)
+--   interval        s between polls while a coroutine waits, timer mode (0.002)
+--   idle_interval   s between polls otherwise, timer mode (0.05)
 function M.new(opts)
-  opts = opts or {}
-  local interval = opts.interval or 0.002
-  local idle_interval = opts.idle_interval or 0.05
+  opts = check.options("zklua.handlers.ngx.new", opts,
+                       { wakeup = "string", socket_dir = "string", check_interval = "number",
+                         interval = "number", idle_interval = "number" }, "opts") or {}
+  local wakeup = opts.wakeup or "socket"
+  if wakeup ~= "socket" and wakeup ~= "timer" then
+    check.fail("zklua.handlers.ngx.new", "wakeup", 'wakeup must be "socket" or "timer" (got "' ..
+               wakeup .. '")')
+  end
+  local interval = positive(opts.interval, "interval", 0.002)
+  local idle_interval = positive(opts.idle_interval, "idle_interval", 0.05)
+  local check_interval = positive(opts.check_interval, "check_interval", 1)
   local host = { name = "ngx", new_signal = new_signal, can_wait = can_wait, log = log,
-                 recheck = idle_interval }
+                 wakeup = wakeup, fallback = true }
 
   function host.spawn(fn)
     local ok, err = ngx.timer.at(0, function(premature)
@@ -94,12 +217,29 @@ function M.new(opts)
     return not ngx.worker.exiting()
   end
 
-  -- ngx_lua cannot wait for an fd: sleep a period (or until poked), then dispatch.
-  function host.poll(_, wake, _, waiting)
-    wake.sema:wait(waiting and interval or idle_interval)
+  -- Socket mode: sleep until the reader says events wait (or the recheck passes).  Timer mode
+  -- (or the fallback): sleep a period (or until poked), then dispatch.
+  function host.poll(_, wake, timeout, waiting)
+    if host.fallback then
+      timeout = waiting and interval or idle_interval
+    elseif not waiting then
+      timeout = LONG_WAIT -- nothing to recheck: sleep until an event
+    end
+    wake.sema:wait(timeout)
   end
 
-  return coroutine_handler.new(host)
+  if wakeup == "socket" then
+    host.recheck = check_interval
+    use_socket(host, opts)
+  else
+    host.recheck = idle_interval
+  end
+  local handler = coroutine_handler.new(host)
+  --- "socket" when the wake-up socket works, else "timer" (chosen, or fallen back to).
+  function handler.wakeup()
+    return host.fallback and "timer" or "socket"
+  end
+  return handler
 end
 
 return M
