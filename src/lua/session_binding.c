@@ -30,9 +30,23 @@ typedef struct {
     zkl_session *session; /* NULL once closed */
 } session_box;
 
+/* The session metatable is also in the registry under this address: checking a session
+ * against it costs no string, where luaL_checkudata interns its type name on every call under
+ * LuaJIT (~100 instructions per session method call; Lua 5.4 caches C strings). */
+static const char session_metatable_key = 0;
+
 static zkl_session *check_session(lua_State *L)
 {
-    session_box *box = luaL_checkudata(L, 1, SESSION_METATABLE);
+    session_box *box = lua_touserdata(L, 1);
+    int same = 0;
+    if (box && lua_getmetatable(L, 1)) {
+        lua_pushlightuserdata(L, (void *)&session_metatable_key);
+        lua_rawget(L, LUA_REGISTRYINDEX);
+        same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+    }
+    if (!same)
+        box = luaL_checkudata(L, 1, SESSION_METATABLE); /* raises its usual error */
     if (!box->session)
         luaL_error(L, "the session is closed");
     return box->session;
@@ -290,10 +304,17 @@ static int session_next(lua_State *L)
     return n;
 }
 
+/* The field names settle_plain_op reads and writes, pushed once per drain() at these stack
+ * slots: a string pushed from C is interned (hashed and looked up) on every push under LuaJIT,
+ * which has no cache of C strings as Lua 5.4 has; six pushes per op were ~8 % of the owner
+ * thread's instructions per pipelined get there. */
+enum { DRAIN_PENDING = 2, KEY_DONE, KEY_COMPLETE, KEY_LINKS, KEY_VALUE, KEY_SECOND, DRAIN_TOP = KEY_SECOND };
+
 /* Resolves the future of a plain op completion in place, as Future:set would, and returns 1;
  * returns 0 (nothing changed) for every other event: not an op, an error (its error object is
  * built in Lua), a watch that could not be registered, or a future with a completion function
- * (_complete), rawlinks (_links) or already resolved.  The table of futures is at index 2. */
+ * (_complete), rawlinks (_links) or already resolved.  The table of futures is at
+ * DRAIN_PENDING, the field names at KEY_*. */
 static int settle_plain_op(lua_State *L, const zkl_event *ev)
 {
     if (ev->kind != ZKL_EV_OP || ev->op == ZKL_OP_MULTI ||
@@ -304,14 +325,14 @@ static int settle_plain_op(lua_State *L, const zkl_event *ev)
     int top = lua_gettop(L);
     int future = top + 1;
     lua_pushinteger(L, (lua_Integer)ev->id); /* as push_op_id made the key */
-    lua_rawget(L, 2);
+    lua_rawget(L, DRAIN_PENDING);
     if (lua_type(L, future) != LUA_TTABLE)
         goto not_plain;
-    lua_pushliteral(L, "done");
+    lua_pushvalue(L, KEY_DONE);
     lua_rawget(L, future);
-    lua_pushliteral(L, "_complete");
+    lua_pushvalue(L, KEY_COMPLETE);
     lua_rawget(L, future);
-    lua_pushliteral(L, "_links");
+    lua_pushvalue(L, KEY_LINKS);
     lua_rawget(L, future);
     if (lua_type(L, -3) != LUA_TBOOLEAN || lua_toboolean(L, -3) || !lua_isnil(L, -2) ||
         !lua_isnil(L, -1))
@@ -319,18 +340,18 @@ static int settle_plain_op(lua_State *L, const zkl_event *ev)
     lua_settop(L, future);
     if (zkl_push_op_results(L, ev) < 2)
         lua_settop(L, future + 2); /* the results it lacks are nil */
-    lua_pushliteral(L, "_second");
+    lua_pushvalue(L, KEY_SECOND);
     lua_insert(L, -2);
     lua_rawset(L, future);
-    lua_pushliteral(L, "value");
+    lua_pushvalue(L, KEY_VALUE);
     lua_insert(L, -2);
     lua_rawset(L, future);
-    lua_pushliteral(L, "done");
+    lua_pushvalue(L, KEY_DONE);
     lua_pushboolean(L, 1);
     lua_rawset(L, future);
     lua_pushinteger(L, (lua_Integer)ev->id);
     lua_pushnil(L);
-    lua_rawset(L, 2);
+    lua_rawset(L, DRAIN_PENDING);
     lua_settop(L, top);
     return 1;
 not_plain:
@@ -345,12 +366,18 @@ not_plain:
 static int session_drain(lua_State *L)
 {
     zkl_session *s = check_session(L);
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_settop(L, 2);
+    luaL_checktype(L, DRAIN_PENDING, LUA_TTABLE);
+    lua_settop(L, DRAIN_PENDING);
+    lua_pushliteral(L, "done");
+    lua_pushliteral(L, "_complete");
+    lua_pushliteral(L, "_links");
+    lua_pushliteral(L, "value");
+    lua_pushliteral(L, "_second");
     lua_Integer handled = 0;
     zkl_event *ev;
     while ((ev = zkl_session_next(s)) != NULL) {
         if (!settle_plain_op(L, ev)) {
+            lua_settop(L, 1);
             lua_pushinteger(L, handled);
             int n = push_event(L, ev);
             zkl_event_free(ev);
@@ -690,6 +717,9 @@ void zkl_register_session(lua_State *L)
         lua_setfield(L, -2, "__index");
         lua_pushcfunction(L, session_gc);
         lua_setfield(L, -2, "__gc");
+        lua_pushlightuserdata(L, (void *)&session_metatable_key);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, LUA_REGISTRYINDEX);
     }
     /* core.session_methods: the methods themselves, so hot Lua code can hold them in locals
      * rather than look each up through the userdata's metatable on every call */
