@@ -1,10 +1,29 @@
 -- A busted output handler: busted's usual terminal output, then one closing line
 -- "N passed, N failed" (errors count as failed) that CI reads.  With ZKLUA_SPEC_TALLY set
 -- to a file, the line is also appended there (scripts/spec-total adds up several runs).
+-- With ZKLUA_SPEC_TIMES set to a file, each spec file's wall time is appended there
+-- ("seconds<TAB>file"), for finding the slow specs (sort -rn FILE).
 return function(options)
   local busted = require "busted"
   local handler = require("busted.outputHandlers.utfTerminal")(options)
   local passed, failed = 0, 0
+  local times = os.getenv("ZKLUA_SPEC_TIMES")
+  if times and times ~= "" then
+    local clock = require("zklua.core").monotonic
+    local started = {}
+    busted.subscribe({ "file", "start" }, function(file)
+      started[file.name] = clock()
+      return nil, true
+    end)
+    busted.subscribe({ "file", "end" }, function(file)
+      local f = io.open(times, "a")
+      if f and started[file.name] then
+        f:write(string.format("%.1f\t%s\n", clock() - started[file.name], file.name))
+        f:close()
+      end
+      return nil, true
+    end)
+  end
   busted.subscribe({ "test", "end" }, function(_, _, status)
     if status == "success" then passed = passed + 1
     elseif status == "failure" or status == "error" then failed = failed + 1 end
