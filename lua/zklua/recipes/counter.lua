@@ -28,10 +28,16 @@
 --   counter is a persistent node, so nothing is lost.  stop()/close() during an operation
 --   raises ConnectionClosedError.
 -- * Waiting uses the client's handler, so callbacks and other clients keep running.
+-- * Timeouts: add(n, timeout), sub(n, timeout), get(timeout) raise TimeoutError after
+--   timeout seconds (default: the client's timeout; counter.value uses it); a timed-out add
+--   goes on in C and may still be applied, and the next call waits for it to end first.
+-- * Sharing (zklua.recipes.base): calls from coroutines sharing one counter take turns; add
+--   and sub return self, pre, post: the values of that call (the fields show the last one's).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local compat = require "zklua.compat"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -41,23 +47,21 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
--- Runs one read or add in C and waits for it; returns pre, post.
-local function run(self, fname, add, delta)
-  usable(self.client, fname)
-  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the add
+-- One read or add in C, with the object's turn: waits for it and returns pre, post.
+local function run_in_turn(self, fname, add, delta, timeout, deadline)
   local ud, client = self._counter, self.client
-  if ud:phase() == "busy" then -- an earlier call interrupted in its wait: let it finish
-    client.handler.wait(function() return ud:phase() ~= "busy" or not client._session end)
-  end
+  usable(client, fname)
+  -- an earlier call that timed out: its operation goes on in C, let it finish
+  base.check_wait(base.wait(self, function() return ud:phase() ~= "busy" end, deadline),
+                  errors.TimeoutError, fname, self.path, timeout)
   local started, why = ud:start(add, delta)
   if not started then
     errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
                  fname .. ": cannot start (" .. why .. ")", self.path)
   end
-  client.handler.wait(function() return ud:phase() ~= "busy" or not client._session end)
-  if ud:phase() == "busy" then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
-  end
+  base.check_wait(base.wait(self, function() return ud:phase() ~= "busy" end, deadline),
+                  errors.TimeoutError, fname, self.path, timeout,
+                  add and "the add (it may still be applied)" or "the read")
   local outcome, rc = ud:outcome()
   if outcome == "ok" then return ud:pre(), ud:post() end
   if outcome == "bad_data" then
@@ -67,10 +71,19 @@ local function run(self, fname, add, delta)
     errors.raise(errors.BadArgumentsError, fname .. ": the sum does not fit in a " ..
                  (self._kind == "curator" and "32" or "64") .. "-bit integer", self.path)
   end
-  if rc == -116 or rc == -112 then -- ZCLOSING (stopped) / ZSESSIONEXPIRED
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client was stopped", self.path)
-  end
-  error(errors.from_code(rc, self.path), 0)
+  base.raise_rc(fname, rc, self.path)
+end
+
+-- Runs one read or add (timeout: seconds, nil: the client's timeout); returns pre, post.
+local function run(self, fname, add, delta, timeout)
+  timeout = check.timeout(fname, timeout)
+  usable(self.client, fname)
+  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the add
+  if timeout == nil then timeout = self.client._timeout end
+  local deadline = base.deadline(timeout)
+  return base.serial(self, fname, deadline, false, function()
+    base.raise_timeout(errors.TimeoutError, fname, self.path, timeout)
+  end, run_in_turn, self, fname, add, delta, timeout, deadline)
 end
 
 local function delta_of(self, fname, n)
@@ -98,23 +111,32 @@ function Counter.__index(self, key)
   return Counter[key]
 end
 
---- add(n) -> self: adds n atomically; pre_value and post_value hold the values around it.
-function Counter:add(n)
+--- add(n, timeout) -> self, pre, post: adds n atomically; self.pre_value and self.post_value
+-- hold the values around it (kazoo's), and so do the second and third results: the values of
+-- this call, which a coroutine sharing the counter reads there (the fields show the last
+-- call's).  timeout: seconds (nil: the client's timeout); TimeoutError after it.
+function Counter:add(n, timeout)
   local delta = delta_of(self, "add", n)
-  self.pre_value, self.post_value = nil, nil
-  self.pre_value, self.post_value = run(self, "add", true, delta)
-  return self
+  local pre, post = run(self, "add", true, delta, timeout)
+  self.pre_value, self.post_value = pre, post
+  return self, pre, post
 end
 
---- sub(n) -> self: adds -n.
-function Counter:sub(n)
+--- sub(n, timeout) -> self, pre, post: adds -n.
+function Counter:sub(n, timeout)
   local delta = delta_of(self, "sub", n)
   if self._kind ~= "float" and delta == compat.mininteger then
     check.fail("sub", "value", "value is too small to negate")
   end
-  self.pre_value, self.post_value = nil, nil
-  self.pre_value, self.post_value = run(self, "sub", true, -delta)
-  return self
+  local pre, post = run(self, "sub", true, -delta, timeout)
+  self.pre_value, self.post_value = pre, post
+  return self, pre, post
+end
+
+--- get(timeout) -> the value (counter.value reads it with the client's timeout).
+function Counter:get(timeout)
+  local _, post = run(self, "get", false, nil, timeout)
+  return post
 end
 
 Counter.__add = function(self, n) return self:add(n) end
@@ -147,9 +169,9 @@ function recipes.Counter(client, path, default, opts)
   end
   local session = usable(client, fname)
   local ud = core.counter(session, path, kind, default)
-  return setmetatable({ client = client, path = path, default = default,
-                        support_curator = curator and true or false, _kind = kind,
-                        _counter = ud }, Counter)
+  return base.init(setmetatable({ client = client, path = path, default = default,
+                                  support_curator = curator and true or false, _kind = kind,
+                                  _counter = ud }, Counter))
 end
 
 recipes.class = Counter

@@ -239,8 +239,8 @@ function Election:run(fn, ...)
   local ok, got = pcall(self.lock.acquire, self.lock)
   if not ok or not got then
     self._mode = nil
-    if not ok then error(got, 0) end
-    return false
+    if not ok and not errors.is(got, errors.CancelledError) then error(got, 0) end
+    return false -- cancelled (kazoo's run swallows CancelledError)
   end
   self._leading = true
   local results = compat.pack(pcall(fn, ...))

@@ -12,11 +12,14 @@
 -- watch callbacks and other clients keep running meanwhile.
 --
 -- * acquire(blocking = true, timeout = nil, ephemeral = true) -> true, or false when
---   non-blocking and held elsewhere or when cancel() came; raises LockTimeout (its node
---   deleted) when timeout seconds pass; a ZooKeeper error that retries cannot fix is raised
---   (after its node is deleted).  The timeout never ends an acquire before it has looked at
---   the contenders once, unless the connection is down.  Not re-entrant: acquiring a held
---   lock raises.  cancel() with no acquire under way cancels the next one (as kazoo).
+--   non-blocking and held elsewhere, or when the caller already holds it (kazoo); raises
+--   LockTimeout (its node deleted) when timeout seconds pass, CancelledError when cancel()
+--   ends it (kazoo's; `cancelled` says one is pending: a cancel with no acquire under way
+--   cancels the next one), ConnectionClosedError when the client stops, and a ZooKeeper
+--   error that retries cannot fix (after its node is deleted).  The timeout never ends an
+--   acquire before it has looked at the contenders once, unless the connection is down.
+-- * Sharing (zklua.recipes.base): coroutines sharing one lock object queue for it in
+--   arrival order and hold it in turn, never two at once; the timeout counts the queueing.
 -- * SUSPENDED (connection lost, session alive): a holder keeps the lock (is_acquired stays
 --   true, as kazoo); an acquire waits for the reconnection and goes on.
 -- * LOST (session expired): an ephemeral holder's node is gone: is_acquired becomes false and
@@ -32,7 +35,6 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
-local compat = require "zklua.compat"
 
 local recipes = {}
 
@@ -57,7 +59,7 @@ function Lock.__tostring(self)
 end
 
 local join = require("zklua.paths").join
-local waits = require "zklua.recipes.waits"
+local base = require "zklua.recipes.base"
 
 local function usable(client, fname)
   return client:_usable_session(fname)
@@ -79,16 +81,12 @@ local function new(class, kind, client, path, identifier)
   local session = usable(client, fname)
   local ud = core.lock(session, path, data, kind, client._default_acl)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
-                              data = data, prefix = ud:prefix(), _class = class, _lock = ud,
-                              _lost_callbacks = {} }, Lock)
+                              data = data, prefix = ud:prefix(), cancelled = false,
+                              _class = class, _lock = ud, _ud = ud, _what = "lock" }, Lock)
+  base.init(self)
   self.create_path = join(path, self.prefix)
   client:_add_notify_target(ud:id(), self)
   return self
-end
-
-local function timeout_error(self, timeout)
-  errors.raise(errors.LockTimeout, string.format("failed to acquire lock on %s after %s seconds",
-               self.path, tostring(timeout)), self.path)
 end
 
 --- acquire(blocking = true, timeout = nil, ephemeral = true) -> true | false
@@ -96,51 +94,11 @@ function Lock:acquire(blocking, timeout, ephemeral)
   blocking = flag("acquire", blocking, "blocking", true)
   timeout = check.timeout("acquire", timeout)
   ephemeral = flag("acquire", ephemeral, "ephemeral", true)
-  usable(self.client, "acquire")
-  self.client:_check_wait() -- a coroutine handler that cannot wait here raises before the node
   local ud = self._lock
-  local phase = ud:phase()
-  if phase == "held" or phase == "releasing" then
-    errors.raise(errors.KazooException, "acquire: " .. self.path ..
-                 " is already acquired by this lock (locks are not re-entrant)", self.path)
-  elseif phase == "acquiring" then
-    errors.raise(errors.KazooException, "acquire: an acquire of this lock is already under way",
-                 self.path)
-  end
-  local deadline = timeout and core.monotonic() + timeout
-  if phase == "abandoning" then -- an earlier attempt still deletes its node
-    local gone = self.client.handler.wait(function() return ud:phase() ~= "abandoning" end,
-                                          timeout)
-    if not gone then timeout_error(self, timeout) end
-  end
-  self._ephemeral = ephemeral
-  local started, why = ud:acquire(blocking, ephemeral)
-  if not started then
-    errors.raise(errors.ConnectionClosedError, "acquire: cannot start (" .. why .. ")", self.path)
-  end
-  local ok, decided = pcall(waits.until_decided, self.client, self._lock, deadline)
-  if not ok then -- interrupted (an error in the wait): abandon the attempt in the background
-    ud:give_up()
-    error(decided, 0)
-  end
-  if not decided then ud:give_up() end
-  local outcome, rc = ud:outcome()
-  if outcome == "got" then return true end
-  waits.until_abandoned(self.client, self._lock)
-  if outcome == "busy" or outcome == "cancelled" then return false end
-  if outcome == "gave_up" then timeout_error(self, timeout) end
-  if outcome == "pending" then -- the client was closed under the wait
-    errors.raise(errors.ConnectionClosedError, "acquire: the client was closed", self.path)
-  end
-  error(errors.from_code(rc, self.path), 0)
-end
-
--- Waits for the delete of a release: false after a whole session timeout without a
--- connection (by then the server has expired an ephemeral node, or the C lock deletes it as
--- soon as it reconnects).
-local function wait_released(self)
-  local ud = self._lock
-  return waits.while_reachable(self.client, function() return ud:phase() ~= "releasing" end)
+  return base.acquire(self, ud, blocking, timeout, false, function()
+    self._ephemeral = ephemeral
+    return ud:acquire(blocking, ephemeral)
+  end)
 end
 
 --- release() -> true if the lock was held.  Returns once its node is deleted; while
@@ -148,30 +106,12 @@ end
 -- released (the node is deleted in the background once reconnected, or expires with the
 -- session) and a persistent one raises ConnectionLoss (still held, still being released).
 function Lock:release()
-  local ud = self._lock
-  local phase = ud:phase()
-  if phase == "held" then
-    ud:release()
-  elseif phase ~= "releasing" then
-    return false
-  end
-  if not wait_released(self) then
-    if self._ephemeral ~= false then
-      ud:release_in_background()
-      return true
-    end
-    errors.raise(errors.ConnectionLoss, "release: no connection for a session timeout; " ..
-                 "the node is deleted once reconnected", self.path)
-  end
-  if ud:phase() == "held" then
-    error(errors.from_code(ud:release_rc(), self.path), 0)
-  end
-  return true
+  return base.release(self, self._lock, self._ephemeral == false)
 end
 
---- Ends an acquire under way (it returns false); with none under way, the next acquire.
+--- Ends the acquire under way (it raises CancelledError); with none under way, the next one.
 function Lock:cancel()
-  self._lock:cancel()
+  base.cancel(self, self._lock)
 end
 
 --- The identifiers of the contenders (each node's data), in lock order.
@@ -195,18 +135,10 @@ function Lock:contenders()
 end
 
 --- Acquires, calls fn(...), releases (even when fn raises) and returns fn's results.
-function Lock:with(fn, ...)
-  if type(fn) ~= "function" then check.fail("with", "fn", "fn must be a function") end
-  self:acquire()
-  local results = compat.pack(pcall(fn, ...))
-  local released, err = pcall(self.release, self)
-  if not results[1] then error(results[2], 0) end
-  if not released then error(err, 0) end
-  return compat.unpack(results, 2, results.n)
-end
+Lock.with = base.with
 
 -- on_lost(fn): fn(lock) runs when the session expired while the lock was held.
-require("zklua.recipes.lost").install(Lock, "lock")
+base.install_lost(Lock, "lock")
 
 -- The C lock also says when an acquire is decided (ZKL_LOCK_NOTIFY_DECIDED): an owner that
 -- does not wait in acquire() (the Election latch) sets lock._on_decided to hear it.

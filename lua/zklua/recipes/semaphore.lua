@@ -14,12 +14,15 @@
 --
 -- * acquire(blocking = true, timeout = nil) -> true, or false when non-blocking and every
 --   lease is taken (or another acquirer holds the internal lock, as kazoo); raises LockTimeout
---   when timeout seconds pass, CancelledError when cancel() ends it (as kazoo), and
+--   when timeout seconds pass, CancelledError when cancel() ends it (as kazoo; `cancelled`
+--   is reset by the next acquire), ConnectionClosedError when the client stops, and
 --   BadArgumentsError (kazoo's ValueError) when <path> holds another max_leases (checked on
 --   the first acquire; non-numeric data there is ignored).  An acquire that does not succeed
 --   leaves no lease node behind.  The timeout never ends an acquire before it has looked
---   once, unless the connection is down.  Not re-entrant: acquiring a held semaphore raises
---   (kazoo returns True without taking a second lease).
+--   once, unless the connection is down.  The holder's acquire returns true without a
+--   second lease (kazoo).
+-- * Sharing (zklua.recipes.base): one object holds one lease; coroutines sharing it queue in
+--   arrival order and hold it in turn; the timeout counts the queueing.
 -- * SUSPENDED (connection lost, session alive): a holder keeps its lease (is_acquired stays
 --   true, its ephemeral node lives while the session does); an acquire waits for the
 --   reconnection and goes on; a create whose reply was lost is found again by its name.
@@ -35,7 +38,7 @@ local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
-local waits = require "zklua.recipes.waits"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -63,33 +66,13 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
-local function pack(...)
-  return { n = select("#", ...), ... }
-end
-
-local unpack = table.unpack or unpack -- luacheck: ignore
-
-local function timeout_error(self, timeout)
-  errors.raise(errors.LockTimeout, string.format(
-               "failed to acquire semaphore on %s after %s seconds", self.path,
-               tostring(timeout)), self.path)
-end
-
-local function raise_outcome(self, outcome, rc, stored, timeout)
-  if outcome == "gave_up" then timeout_error(self, timeout) end
-  if outcome == "cancelled" then
-    errors.raise(errors.CancelledError, "semaphore acquire on " .. self.path .. " cancelled",
-                 self.path)
-  end
+-- The semaphore's own outcome: <path> holds another max_leases.
+local function raise_mismatch(self, outcome, stored)
   if outcome == "mismatch" then
     errors.raise(errors.BadArgumentsError, string.format(
                  "Semaphore: inconsistent max leases: %s stores %s, expected: %d", self.path,
                  tostring(stored), self.max_leases), self.path, { argument = "max_leases" })
   end
-  if outcome == "pending" then -- the client was closed under the wait
-    errors.raise(errors.ConnectionClosedError, "acquire: the client was closed", self.path)
-  end
-  error(errors.from_code(rc, self.path), 0)
 end
 
 --- acquire(blocking = true, timeout = nil) -> true | false
@@ -97,70 +80,22 @@ function Semaphore:acquire(blocking, timeout)
   if blocking == nil then blocking = true end
   blocking = check.flag("acquire", blocking, "blocking")
   timeout = check.timeout("acquire", timeout)
-  usable(self.client, "acquire")
   local ud = self._sem
-  local phase = ud:phase()
-  if phase == "held" or phase == "releasing" then
-    errors.raise(errors.KazooException, "acquire: this semaphore already holds a lease on " ..
-                 self.path .. " (semaphores are not re-entrant)", self.path)
-  elseif phase == "acquiring" then
-    errors.raise(errors.KazooException, "acquire: an acquire of this semaphore is already " ..
-                 "under way", self.path)
-  end
-  local deadline = timeout and core.monotonic() + timeout
-  if phase == "abandoning" then -- an earlier attempt still cleans up
-    local gone = self.client.handler.wait(function() return ud:phase() ~= "abandoning" end,
-                                          timeout)
-    if not gone then timeout_error(self, timeout) end
-  end
-  local started, why = ud:acquire(blocking)
-  if not started then
-    errors.raise(errors.ConnectionClosedError, "acquire: cannot start (" .. why .. ")", self.path)
-  end
-  local ok, decided = pcall(waits.until_decided, self.client, self._sem, deadline)
-  if not ok then -- interrupted (an error in the wait): abandon the attempt in the background
-    ud:give_up()
-    error(decided, 0)
-  end
-  if not decided then ud:give_up() end
-  local outcome, rc, stored = ud:outcome()
-  if outcome == "got" then return true end
-  waits.until_abandoned(self.client, self._sem)
-  if outcome == "busy" then return false end
-  raise_outcome(self, outcome, rc, stored, timeout)
-end
-
--- Waits for the delete of a release: false after a whole session timeout without a
--- connection (by then the server has expired the node, or the C semaphore deletes it as soon
--- as it reconnects).
-local function wait_released(self)
-  local ud = self._sem
-  return waits.while_reachable(self.client, function() return ud:phase() ~= "releasing" end)
+  return base.acquire(self, ud, blocking, timeout, true, function()
+    return ud:acquire(blocking)
+  end, function(outcome, _, stored) raise_mismatch(self, outcome, stored) end)
 end
 
 --- release() -> true if a lease was held.  Returns once the lease node is deleted (see the
 -- module's comment for a release while disconnected).
 function Semaphore:release()
-  local ud = self._sem
-  local phase = ud:phase()
-  if phase == "held" then
-    ud:release()
-  elseif phase ~= "releasing" then
-    return false
-  end
-  if not wait_released(self) then
-    ud:release_in_background()
-    return true
-  end
-  if ud:phase() == "held" then
-    error(errors.from_code(ud:release_rc(), self.path), 0)
-  end
-  return true
+  return base.release(self, self._sem, false)
 end
 
---- Ends an acquire under way: it raises CancelledError (as kazoo's).  Nothing otherwise.
+--- Ends the acquire under way: it raises CancelledError (as kazoo's); sets `cancelled`,
+-- which the next acquire resets (as kazoo's).
 function Semaphore:cancel()
-  self._sem:cancel()
+  base.cancel(self, self._sem)
 end
 
 --- The identifiers (node data) of the current lease holders, unordered; {} when the path
@@ -186,18 +121,10 @@ function Semaphore:lease_holders()
 end
 
 --- Acquires (blocking), calls fn(...), releases (even when fn raises) and returns fn's results.
-function Semaphore:with(fn, ...)
-  if type(fn) ~= "function" then check.fail("with", "fn", "fn must be a function") end
-  self:acquire()
-  local results = pack(pcall(fn, ...))
-  local released, err = pcall(self.release, self)
-  if not results[1] then error(results[2], 0) end
-  if not released then error(err, 0) end
-  return unpack(results, 2, results.n)
-end
+Semaphore.with = base.with
 
 -- on_lost(fn): fn(sem) runs when the session expired (or stopped) while a lease was held.
-require("zklua.recipes.lost").install(Semaphore, "semaphore")
+base.install_lost(Semaphore, "semaphore")
 
 function recipes.Semaphore(client, path, identifier, max_leases)
   local fname = "Semaphore"
@@ -218,7 +145,9 @@ function recipes.Semaphore(client, path, identifier, max_leases)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, max_leases = math.floor(max_leases),
                               node = ud:node(), lock_path = path .. "-__lock__",
-                              _sem = ud, _lost_callbacks = {} }, Semaphore)
+                              cancelled = false, _sem = ud, _ud = ud, _what = "semaphore",
+                              _reset_cancel = true }, Semaphore)
+  base.init(self)
   self.create_path = join(path, self.node)
   client:_add_notify_target(ud:id(), self)
   return self

@@ -1,0 +1,341 @@
+-- One recipe object shared by many coroutines under a coroutine handler (cqueues), against a
+-- real server: calls on the object take turns (zklua.recipes.turn), locks are held in turn and
+-- never by two coroutines at once, a shared Counter loses and duplicates nothing, cancel()
+-- makes acquire and with raise CancelledError without running fn, every waiting call ends with
+-- its named error at its timeout, and zk:stop() ends every waiter with ConnectionClosedError.
+--
+-- Each test runs its body in a coroutine of a fresh cqueues controller (run() below).
+local zklua = require "zklua"
+local errors = require "zklua.errors"
+local testing = require "zklua.testing"
+local helpers = require "support.helpers"
+local cqueues = require "cqueues"
+local cq_handler = require "zklua.handlers.cqueues"
+
+local ROOT = "/sharing"
+local HANG_GUARD = 120 -- s: a test whose coroutines never finish fails instead of hanging
+
+local raises = helpers.raises
+
+describe("a recipe object shared by coroutines", function()
+  local server
+  local counter = 0
+
+  setup(function() server = testing.server() end)
+  teardown(function() server:stop() end)
+  after_each(function()
+    if server:node(1):is_running() and server:node(1).paused then server:node(1):resume() end
+    helpers.delete_trees(server.hosts, ROOT)
+  end)
+
+  -- Runs body(env) in a coroutine of a new controller; returns once it finished (raising its
+  -- error).  env: handler, root (a fresh path), started(opts) -> a started client,
+  -- spawn(fn) (a coroutine; its error fails the test), eventually(pred, timeout, what).
+  local function run(body)
+    counter = counter + 1
+    local cq = cqueues.new()
+    local handler = cq_handler.new(cq)
+    local clients = {}
+    local env = { handler = handler, root = ROOT .. "/t" .. counter }
+    local finished = false
+    local failures = {}
+
+    function env.started(opts)
+      opts = opts or {}
+      opts.hosts, opts.handler = opts.hosts or server.hosts, handler
+      local zk = zklua.client(opts)
+      clients[#clients + 1] = zk
+      zk:start()
+      return zk
+    end
+
+    function env.spawn(fn)
+      cq:wrap(function()
+        local ok, err = pcall(fn)
+        if not ok then failures[#failures + 1] = tostring(err) end
+      end)
+    end
+
+    function env.eventually(pred, timeout, what)
+      local deadline = cqueues.monotime() + (timeout or 20)
+      while not pred() do
+        if #failures > 0 then error("a coroutine failed: " .. failures[1], 2) end
+        if cqueues.monotime() > deadline then
+          error("timed out waiting for " .. (what or "a condition"), 2)
+        end
+        handler.sleep(0.02)
+      end
+    end
+
+    cq:wrap(function()
+      body(env)
+      finished = true
+    end)
+    local deadline = cqueues.monotime() + HANG_GUARD
+    local ok, err = true, nil
+    while ok and not finished and cqueues.monotime() < deadline do
+      ok, err = cq:step(0.5)
+    end
+    for _, zk in ipairs(clients) do zk:close() end
+    if not ok then error(err, 0) end
+    assert.are.same({}, failures)
+    assert.is_true(finished, "the test's coroutine did not finish within the hang guard")
+  end
+
+  -- n coroutines each run lock:with(); none may be inside at the same time as another, and
+  -- they get the lock in the order they asked for it.
+  local function held_in_turn(env, lock, n)
+    local inside, most, arrived, got, finished = 0, 0, {}, {}, 0
+    for i = 1, n do
+      env.spawn(function()
+        arrived[#arrived + 1] = i
+        lock:with(function()
+          got[#got + 1] = i
+          inside = inside + 1
+          most = math.max(most, inside)
+          assert.is_true(lock.is_acquired)
+          env.handler.sleep(0.01) -- let the others run while this one holds it
+          inside = inside - 1
+        end)
+        finished = finished + 1
+      end)
+    end
+    env.eventually(function() return finished == n end, 60, "every holder")
+    assert.are.equal(1, most)
+    assert.are.same(arrived, got)
+    assert.is_false(lock.is_acquired)
+  end
+
+  describe("locks and the semaphore", function()
+    it("Lock, WriteLock, ReadLock and Semaphore are held in turn, never by two at once",
+       function()
+      run(function(env)
+        local zk = env.started()
+        held_in_turn(env, zk:Lock(env.root .. "/lock", "one"), 8)
+        held_in_turn(env, zk:WriteLock(env.root .. "/rw", "w"), 5)
+        held_in_turn(env, zk:ReadLock(env.root .. "/rw", "r"), 5)
+        held_in_turn(env, zk:Semaphore(env.root .. "/sem", "s", 3), 8)
+        assert.are.same({}, zk:get_children(env.root .. "/lock"))
+        assert.are.same({}, zk:get_children(env.root .. "/sem"))
+      end)
+    end)
+
+    it("a second coroutine's acquire waits for the first's release; the holder's gets false",
+       function()
+      run(function(env)
+        local zk = env.started()
+        for _, make in ipairs({ "Lock", "Semaphore" }) do
+          local lock = zk[make](zk, env.root .. "/" .. make, "one")
+          local events = {}
+          assert.is_true(lock:acquire())
+          -- the holder asking again: Lock false (kazoo), Semaphore true without a second lease
+          assert.are.equal(make == "Semaphore", lock:acquire(true, 1))
+          env.spawn(function()
+            assert.is_false(lock:acquire(false)) -- taken: non-blocking gets false at once
+            events[#events + 1] = "second asks"
+            assert.is_true(lock:acquire(true, 20))
+            events[#events + 1] = "second holds"
+            assert.is_true(lock:release())
+          end)
+          env.eventually(function() return #events == 1 end)
+          env.eventually(function() return env.handler.waiting() >= 1 end) -- it waits
+          events[#events + 1] = "first releases"
+          assert.is_true(lock:release())
+          env.eventually(function() return #events == 3 and not lock.is_acquired end)
+          assert.are.same({ "second asks", "first releases", "second holds" }, events)
+          assert.are.equal(0, #zk:get_children(env.root .. "/" .. make))
+        end
+      end)
+    end)
+
+    it("of many non-blocking acquires at once exactly one gets it", function()
+      run(function(env)
+        local zk = env.started()
+        local lock = zk:Lock(env.root .. "/lock", "one")
+        local results = {}
+        for _ = 1, 10 do
+          env.spawn(function()
+            local got = lock:acquire(false)
+            results[#results + 1] = got
+          end)
+        end
+        env.eventually(function() return #results == 10 end)
+        local got = 0
+        for _, r in ipairs(results) do got = got + (r and 1 or 0) end
+        assert.are.equal(1, got)
+        assert.is_true(lock:release())
+      end)
+    end)
+
+    for _, make in ipairs({ "Lock", "Semaphore" }) do
+      it(make .. ": cancel() makes acquire and with raise CancelledError; fn never runs",
+         function()
+        run(function(env)
+          local zk, other = env.started(), env.started()
+          local path = env.root .. "/" .. make
+          local blocker = other[make](other, path, "blocker")
+          assert.is_true(blocker:acquire())
+          local lock = zk[make](zk, path, "shared")
+          local outcomes, ran = {}, false
+          -- a with() waiting in C behind another client's holder
+          env.spawn(function()
+            local ok, err = pcall(lock.with, lock, function() ran = true end)
+            outcomes.with = not ok and errors.is(err, errors.CancelledError)
+          end)
+          -- its node (Lock), or the semaphore's internal lock it holds while it waits
+          local waiting_path = make == "Lock" and path or path .. "-__lock__"
+          local nodes = make == "Lock" and 2 or 1
+          env.eventually(function()
+            return other:exists(waiting_path) and #other:get_children(waiting_path) == nodes
+          end, 20, "the shared object waiting in ZooKeeper")
+          -- and an acquire queued behind it for the object's turn: not cancelled
+          env.spawn(function() outcomes.queued = lock:acquire(true, 30) end)
+          env.eventually(function() return env.handler.waiting() >= 2 end)
+          lock:cancel()
+          env.eventually(function() return outcomes.with ~= nil end)
+          assert.is_true(outcomes.with)
+          assert.is_false(ran)
+          assert.is_nil(outcomes.queued)
+          assert.is_false(lock.cancelled)
+          assert.is_true(blocker:release())
+          env.eventually(function() return outcomes.queued ~= nil end)
+          assert.is_true(outcomes.queued)
+          assert.is_true(lock:release())
+
+          -- a with() waiting for a sibling coroutine to release the object
+          assert.is_true(lock:acquire())
+          outcomes = {}
+          env.spawn(function()
+            local ok, err = pcall(lock.with, lock, function() ran = true end)
+            outcomes.with = not ok and errors.is(err, errors.CancelledError)
+          end)
+          env.eventually(function() return env.handler.waiting() >= 1 end)
+          lock:cancel()
+          env.eventually(function() return outcomes.with ~= nil end)
+          assert.is_true(outcomes.with)
+          assert.is_false(ran)
+          assert.is_true(lock.is_acquired) -- the holder keeps it
+          assert.is_true(lock:release())
+          assert.are.same({}, zk:get_children(path))
+        end)
+      end)
+    end
+
+    it("an acquire's timeout counts its wait for the turn; the object stays usable", function()
+      run(function(env)
+        local zk = env.started()
+        for _, make in ipairs({ "Lock", "Semaphore" }) do
+          local lock = zk[make](zk, env.root .. "/" .. make, "one")
+          assert.is_true(lock:acquire())
+          local errs = {}
+          env.spawn(function() -- waits with the turn for the holder
+            errs[1] = select(2, pcall(lock.acquire, lock, true, 0.5))
+          end)
+          env.spawn(function() -- waits for the turn
+            errs[2] = select(2, pcall(lock.acquire, lock, true, 0.3))
+          end)
+          env.eventually(function() return errs[1] and errs[2] end)
+          assert.is_true(errors.is(errs[1], errors.LockTimeout), tostring(errs[1]))
+          assert.is_true(errors.is(errs[2], errors.LockTimeout), tostring(errs[2]))
+          assert.is_true(lock.is_acquired)
+          local got
+          env.spawn(function() got = lock:acquire(true, 10) end)
+          env.eventually(function() return env.handler.waiting() >= 1 end)
+          assert.is_true(lock:release())
+          env.eventually(function() return got ~= nil end)
+          assert.is_true(got)
+          assert.is_true(lock:release())
+        end
+      end)
+    end)
+
+    it("stop() ends every coroutine waiting on a shared lock with ConnectionClosedError",
+       function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local lock = zk:Lock(env.root .. "/lock", "shared")
+        local sem = zk:Semaphore(env.root .. "/sem", "shared")
+        assert.is_true(other:Lock(env.root .. "/lock", "blocker"):acquire())
+        assert.is_true(other:Semaphore(env.root .. "/sem", "blocker"):acquire())
+        local errs, n = {}, 0
+        for _, recipe in ipairs({ lock, sem }) do
+          for _ = 1, 3 do
+            n = n + 1
+            env.spawn(function()
+              local err = select(2, pcall(recipe.acquire, recipe))
+              errs[#errs + 1] = err
+            end)
+          end
+        end
+        env.eventually(function() return env.handler.waiting() >= n end)
+        zk:stop()
+        env.eventually(function() return #errs == n end)
+        for _, err in ipairs(errs) do
+          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
+        end
+      end)
+    end)
+  end)
+
+  describe("Counter", function()
+    it("50 concurrent adds from 10 coroutines sum exactly, each with its own values",
+       function()
+      run(function(env)
+        local zk = env.started()
+        local c = zk:Counter(env.root .. "/n")
+        local posts, seen, done = {}, {}, 0
+        for _ = 1, 10 do
+          env.spawn(function()
+            for _ = 1, 5 do
+              local self, pre, post = c:add(1)
+              assert.are.equal(c, self)
+              assert.are.equal(pre + 1, post)
+              posts[#posts + 1] = post
+            end
+            done = done + 1
+          end)
+        end
+        env.eventually(function() return done == 10 end, 60, "every add")
+        assert.are.equal(50, c.value)
+        for _, post in ipairs(posts) do
+          assert.is_nil(seen[post], "post_value " .. post .. " twice")
+          seen[post] = true
+        end
+        for v = 1, 50 do assert.is_true(seen[v], "no add ended at " .. v) end
+      end)
+    end)
+
+    it("add, sub and get time out during an outage with TimeoutError; stop() ends waiters",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 2 })
+        local c = zk:Counter(env.root .. "/n")
+        c:add(1)
+        server:node(1):pause()
+        raises(errors.TimeoutError, c.add, c, 1, 0.3)
+        raises(errors.TimeoutError, c.sub, c, 1, 0.3)
+        raises(errors.TimeoutError, c.get, c, 0.3)
+        -- nothing waits for ever: the client's timeout (2 s here) bounds a call without one
+        raises(errors.TimeoutError, c.add, c, 1)
+        local errs = {}
+        for _ = 1, 4 do
+          env.spawn(function()
+            local err = select(2, pcall(c.add, c, 1, 60))
+            errs[#errs + 1] = err
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 4 end)
+        zk:stop()
+        env.eventually(function() return #errs == 4 end)
+        for _, err in ipairs(errs) do
+          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
+        end
+        server:node(1):resume()
+        local zk2 = env.started()
+        local c2 = zk2:Counter(env.root .. "/n")
+        local _, pre, post = c2:add(1, 10) -- usable after the outage; timed-out adds may apply
+        assert.are.equal(pre + 1, post)
+      end)
+    end)
+  end)
+end)
