@@ -14,7 +14,8 @@
 -- 4. ZooKeeper restarted: the service recovers; ZooKeeper down longer than the session
 --    timeout: every worker sees LOST, then recovers on a new session, one leader re-elected;
 -- 5. `make install-nginx` into a DESTDIR: the default PREFIX is where nginx's LuaJIT looks,
---    and nginx runs the example on what was installed, with README.md's two path lines;
+--    and nginx runs the example, then README.md's complete nginx.conf, on what was installed,
+--    with README.md's two path lines;
 -- 6. the luaunit tests of spec/fixtures/nginx/ngx_handler_tests.lua, inside one worker.
 -- After each: no [alert], [crit], [error] or [emerg] line in error.log (a crashed worker is an
 -- [alert] "exited on signal"), and no core file in nginx's prefix.
@@ -549,6 +550,31 @@ http {
     end
     nginx:propagate(observer, app, "installed")
     stop_cleanly()
+    nginx:remove()
+
+    -- README.md's complete nginx.conf, as written there, on the installed tree
+    local readme = assert(read_file(root .. "/README.md"))
+    local conf = readme:match("<!%-%- spec/nginx_spec%.lua runs this configuration %-%->\n" ..
+                              "```nginx\n(.-)```")
+    assert.is_truthy(conf, "README.md's nginx.conf is missing")
+    local conf_file = dest .. "/readme-nginx.conf"
+    write_file(conf_file, conf)
+    nginx = start_nginx(conf_file, { ZKLUA_HOSTS = server.hosts }, kids,
+      '    lua_package_path "' .. prefix .. '/share/lua/5.1/?.lua;' .. prefix ..
+      '/share/lua/5.1/?/init.lua;;";\n    lua_package_cpath "' .. prefix ..
+      '/lib/lua/5.1/?.so;;";')
+    helpers.delete_trees(server.hosts, "/app")
+    helpers.wait_until(function()
+      return request(nginx.port, "/get") == 404 -- connected: the node is missing
+    end, 30, "README.md's nginx to answer 404")
+    observer:create("/app/config", "from README", { makepath = true })
+    helpers.wait_until(function()
+      local status, body = request(nginx.port, "/get")
+      return status == 200 and body == "from README"
+    end, 10, "README.md's nginx to answer the config")
+    assert.is_true(nginx:stop(), "nginx did not exit on SIGQUIT")
+    nginx:assert_clean("README.md's nginx.conf")
+    helpers.delete_trees(server.hosts, "/app")
     os.execute("rm -rf " .. child.quote(dest))
   end)
 
