@@ -13,10 +13,11 @@
  * [ceiling / 2, ceiling], the ceiling doubling from base_ms (ZKL_COUNTER_BACKOFF_BASE_MS) up
  * to cap_ms (ZKL_COUNTER_BACKOFF_CAP_MS) — "equal jitter".  Retrying at once made every
  * contender collide again: with 200 adds at once over 4 sessions the pause cut the BadVersion
- * retries per add from about 40 to about 7 and roughly halved p50 and p99
- * (bench/counter_contention.lua).  The count restarts with every operation.  The pause is a session timer (timers.h) armed on the owner thread; it is taken
- * back whenever the operation ends otherwise (stop, close, zkl_counter_free(), a session
- * expiry), so no timer ever fires into a freed counter.
+ * retries per add from about 40 to about 7, halved p50 and cut p99 by a third or more
+ * (bench/counter_contention.lua).  The count restarts with every operation.  The pause is a
+ * session timer (timers.h) armed on the owner thread; it is taken back whenever the operation
+ * ends otherwise (stop, close, zkl_counter_free(), a session expiry), so no timer ever fires
+ * into a freed counter.
  *
  * Everything runs on the session's owner thread (routed ops, see route.h).  The owner starts
  * one read or add at a time and polls the phase; it waits itself.
