@@ -3,8 +3,9 @@
 -- (spec/fixtures/kazoo_queue.py, Debian's python3-kazoo).
 --
 -- The fault tests drive the C queue directly (core.item_queue on a client's session) so that
--- a fault lands on a chosen step: the test runs the event loop until the step it wants is in
--- flight, then freezes or stops the server.
+-- a fault lands on a chosen step: a proxy (zklua.testing.proxy) cuts the reply to a chosen
+-- request, or the test runs the event loop until the step it wants is in flight, then stops
+-- the server.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
@@ -156,45 +157,33 @@ describe("Queue", function()
 
   describe("connection loss and expiry", function()
     it("a get whose delete reply was lost returns its item, once (at least once)", function()
-      -- The server is frozen once the get has read the entry, so its delete goes out to a
-      -- server that does not answer; the client gives up on the connection, and the server,
-      -- resumed then, still runs the delete: the entry is gone when the get sends it again.
-      local zk = zklua.client{ hosts = server.hosts, timeout = 4 }
+      -- The client goes through a proxy that lets the get's delete reach the server and
+      -- holds back everything after it: the server deletes the entry, the client hears
+      -- nothing, gives up on the connection (SUSPENDED) and, the proxy resumed then, sends
+      -- the delete again: the entry is gone by then, so the get returns what it read.
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
       zk:start()
       local q = zk:Queue(path)
-      local node = server:node(1)
       local states = {}
       zk:add_listener(function(state)
         states[#states + 1] = state
-        if state == "SUSPENDED" then node:resume() end
+        if state == "SUSPENDED" then proxy:resume() end
       end)
-      -- The event loop may handle the read's reply in the same pass that sent the read (a
-      -- slow machine: a sanitizer run); then the get is over before the server could be
-      -- frozen, and the scenario starts again on a fresh queue.
-      local ud
-      for attempt = 1, 5 do
-        q:put("first")
-        q:put("second")
-        ud = core.item_queue(zk._session, path)
-        assert.is_true(ud:get())
-        testing.wait_for(function() return ud:step() == "read" or ud:phase() ~= "getting" end,
-                         10, "the read")
-        if ud:step() == "read" then break end
-        assert.is_true(attempt < 5, "the read's reply came before its step could be seen, 5 times")
-        drain(q)
-      end
-      -- the read's reply is in (queued, not handled yet): freeze the server before the delete
-      -- (polled without running the event loop, which would handle it)
-      helpers.replies_queued(zk._session, 10, "the read's reply")
-      node:pause()
+      q:put("first")
+      q:put("second")
+      proxy:cut_reply("delete")
+      local ud = core.item_queue(zk._session, path)
+      assert.is_true(ud:get())
       testing.wait_for(function() return ud:phase() ~= "getting" end, 60, "the get")
-      node:resume()
+      assert.is_true(proxy:status().cut, "the get sent no delete")
       assert.are.equal("SUSPENDED", states[1])
       assert.are.same({ "got", 0 }, { ud:outcome() })
       assert.are.equal("first", ud:value())
       assert.is_true(ud:ambiguous()) -- the retried delete found the entry gone
       assert.are.same({ "second" }, drain(b:Queue(path)))
       zk:close()
+      proxy:stop()
     end)
 
     it("a get started while the server is down waits and goes on (SUSPENDED)", function()

@@ -9,6 +9,10 @@
 --   local ens = testing.ensemble(3)            -- three nodes on loopback
 --   ens:node(2):stop(); ens:node(2):start(); ens:leader():pause(); ...
 --
+--   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
+--   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
+--                                              -- p:drop(), p:resume() (zklua.testing.proxy)
+--
 -- Servers run Debian's `zookeeper` package under java, each in a temp dir with free ports and
 -- a short tickTime (200 ms: sessions may be as short as 0.4 s, so expiry tests are fast).
 -- A node is ready when `srvr` reports its mode.  Every process is stopped by its PID, never by
@@ -369,6 +373,11 @@ function testing.expire_session(zk, timeout)
     error("expire_session: the client did not see LOST within " .. timeout .. " s", 2)
   end
   return id
+end
+
+--- A fault-injection proxy in front of a node (or a port): see zklua.testing.proxy.
+function testing.proxy(target, host)
+  return require("zklua.testing.proxy").new(target, host)
 end
 
 testing.sleep = sleep
