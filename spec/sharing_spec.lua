@@ -338,4 +338,107 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("queues, parties and barriers", function()
+    it("a shared Queue hands each item to exactly one get; gets time out in an outage",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 2 })
+        local q = zk:Queue(env.root .. "/q")
+        for i = 1, 20 do q:put("item-" .. i) end
+        local got, done = {}, 0
+        for _ = 1, 5 do
+          env.spawn(function()
+            for _ = 1, 4 do
+              local v = q:get()
+              got[#got + 1] = v
+            end
+            done = done + 1
+          end)
+        end
+        env.eventually(function() return done == 5 end, 60, "every get")
+        table.sort(got)
+        local wanted = {}
+        for i = 1, 20 do wanted[i] = "item-" .. i end
+        table.sort(wanted)
+        assert.are.same(wanted, got)
+        assert.is_nil(q:get())
+        q:put("late")
+        server:node(1):pause()
+        raises(errors.TimeoutError, q.get, q, 0.3)
+        server:node(1):resume()
+        assert.are.equal("late", q:get(20)) -- the timed-out get's item goes to the next get
+      end)
+    end)
+
+    it("a shared LockingQueue's waiting gets and a Barrier's waits end with stop()", function()
+      run(function(env)
+        local zk = env.started()
+        local lq = zk:LockingQueue(env.root .. "/lq")
+        local b = zk:Barrier(env.root .. "/b")
+        b:create()
+        local errs, n = {}, 0
+        for _ = 1, 3 do
+          for _, call in ipairs({ function() return lq:get() end,
+                                 function() return b:wait() end }) do
+            n = n + 1
+            env.spawn(function()
+              local err = select(2, pcall(call))
+              errs[#errs + 1] = err
+            end)
+          end
+        end
+        env.eventually(function() return env.handler.waiting() >= n end)
+        zk:stop()
+        env.eventually(function() return #errs == n end)
+        for _, err in ipairs(errs) do
+          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
+        end
+      end)
+    end)
+
+    it("a shared LockingQueue get times out with nil, and its timeout counts the turn",
+       function()
+      run(function(env)
+        local zk = env.started()
+        local lq = zk:LockingQueue(env.root .. "/lq")
+        local results = {}
+        env.spawn(function() results[1] = { lq:get(0.5) } end)
+        env.spawn(function() results[2] = { lq:get(0.3) } end)
+        env.eventually(function() return results[1] and results[2] end)
+        assert.are.same({}, results[1])
+        assert.are.same({}, results[2])
+        lq:put("x")
+        assert.are.equal("x", lq:get(10))
+        assert.is_true(lq:consume())
+      end)
+    end)
+
+    it("a Party joined and left by many coroutines at once has one member node", function()
+      run(function(env)
+        local zk = env.started()
+        local party = zk:Party(env.root .. "/party", "me")
+        local done = 0
+        for _ = 1, 6 do
+          env.spawn(function()
+            party:join()
+            done = done + 1
+          end)
+        end
+        env.eventually(function() return done == 6 end)
+        assert.are.same({ "me" }, party:members())
+        local left = {}
+        for _ = 1, 3 do
+          env.spawn(function()
+            local deleted = party:leave()
+            left[#left + 1] = deleted
+          end)
+        end
+        env.eventually(function() return #left == 3 end)
+        table.sort(left, function(x, y) return x and not y end)
+        assert.are.same({ true, false, false }, left)
+        assert.are.same({}, party:members())
+      end)
+    end)
+  end)
 end)

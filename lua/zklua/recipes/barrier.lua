@@ -28,10 +28,16 @@
 --   expired: it stays entered (the barrier was passed), every on_lost(fn) runs fn(barrier),
 --   and its leave still waits for the other members.  stop() fails an operation under way
 --   with ConnectionClosedError.
+--
+-- Sharing (zklua.recipes.base): wait, enter and leave from coroutines sharing one object take
+-- turns (a timeout counts the wait for the turn, then false); a waiting call ends with
+-- ConnectionClosedError when the client stops.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local compat = require "zklua.compat"
+
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -40,33 +46,39 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
--- Runs op in C and waits at most timeout seconds: true done, false gave up.
-local function run(self, fname, op, timeout)
+-- Runs op in C, with the object's turn, until the deadline: true done, false gave up.
+local function run_in_turn(self, fname, op, deadline)
   local ud, client = self._barrier, self.client
   usable(client, fname)
-  client:_check_wait()
   if ud:busy() then -- a clean-up of an earlier attempt
-    client.handler.wait(function() return not ud:busy() or not client._session end, timeout)
+    base.wait(self, function() return not ud:busy() end, deadline)
   end
   local started, why = ud:start(op)
   if not started then
     if why == "busy" then return false end -- the clean-up did not finish in time
     errors.raise(errors.ConnectionClosedError, fname .. ": cannot start (" .. why .. ")", self.path)
   end
-  local ok, finished = pcall(client.handler.wait, function()
-    return ud:outcome() ~= "pending" or not client._session
-  end, timeout)
-  if not ok or not finished then
+  local ok, state = pcall(base.wait, self, function() return ud:outcome() ~= "pending" end,
+                          deadline)
+  if not ok or state ~= "done" then
     ud:give_up()
-    if not ok then error(finished, 0) end
+    if not ok then error(state, 0) end
   end
   local outcome, rc = ud:outcome()
   if outcome == "done" then return true end
   if outcome == "gave_up" then return false end
-  if outcome == "pending" then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
-  end
-  error(errors.from_code(rc, self.path), 0)
+  if outcome == "pending" then base.raise_closed(fname, self.path) end
+  base.raise_rc(fname, rc, self.path)
+end
+
+-- Runs op and waits at most timeout seconds (its wait for the object's turn included): true
+-- done, false gave up.  Coroutines sharing the object take turns.
+local function run(self, fname, op, timeout)
+  usable(self.client, fname)
+  self.client:_check_wait()
+  local deadline = base.deadline(timeout)
+  return base.serial(self, fname, deadline, false, function() return false end, run_in_turn,
+                     self, fname, op, deadline)
 end
 
 ---------------------------------------------------------------- Barrier
@@ -100,8 +112,8 @@ end
 function recipes.Barrier(client, path)
   check.path("Barrier", path)
   local session = usable(client, "Barrier")
-  return setmetatable({ client = client, path = path,
-                        _barrier = core.barrier(session, path, 0) }, Barrier)
+  return base.init(setmetatable({ client = client, path = path,
+                        _barrier = core.barrier(session, path, 0) }, Barrier))
 end
 
 ---------------------------------------------------------------- DoubleBarrier
@@ -131,7 +143,7 @@ function DoubleBarrier:leave(timeout)
 end
 
 -- on_lost(fn): fn(barrier) runs when the session expired (or stopped) while entered.
-require("zklua.recipes.lost").install(DoubleBarrier, "barrier")
+base.install_lost(DoubleBarrier, "barrier")
 
 function DoubleBarrier.__tostring(self)
   return string.format("zklua.DoubleBarrier(%s, %d)", self.path, self.num_clients)
@@ -165,6 +177,7 @@ function recipes.DoubleBarrier(client, path, num_clients, identifier)
   local self = setmetatable({ client = client, path = path, num_clients = num_clients,
                               identifier = identifier, node_name = ud:node(), _barrier = ud,
                               _lost_callbacks = {} }, DoubleBarrier)
+  base.init(self)
   self.create_path = (path == "/" and "" or path) .. "/" .. self.node_name
   client:_add_notify_target(ud:id(), self)
   return self

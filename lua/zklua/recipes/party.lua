@@ -24,9 +24,14 @@
 --   false and every on_lost(fn) callback runs fn(party), so the user can join() again.  A
 --   join under way when the session expires completes on the new session.  stop() is a
 --   LOST too (on_lost runs for a joined member).
+--
+-- Sharing (zklua.recipes.base): join() and leave() from coroutines sharing one party take
+-- turns (one member node per object); they wait through a connection loss and end with
+-- ConnectionClosedError when the client stops.  members() and len() are independent reads.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -54,17 +59,15 @@ local join_path = require("zklua.paths").join
 
 -- Waits while phase is `busy`; raises when the client went away meanwhile.
 local function wait_phase(self, fname, busy)
-  local ud, client = self._party, self.client
-  client.handler.wait(function() return ud:phase() ~= busy or not client._session end)
+  local ud = self._party
+  base.wait(self, function() return ud:phase() ~= busy end)
   if ud:phase() == busy then
     errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
   end
 end
 
---- join(): the member node exists once it returns.
-function Party:join()
+local function join_in_turn(self)
   usable(self.client, "join")
-  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "leaving" then wait_phase(self, "join", "leaving") end
   if ud:phase() == "joining" then wait_phase(self, "join", "joining") end -- an interrupted join
@@ -80,10 +83,8 @@ function Party:join()
   end
 end
 
---- leave() -> true if the node was deleted, false if there was none.
-function Party:leave()
+local function leave_in_turn(self)
   usable(self.client, "leave")
-  self.client:_check_wait()
   local ud = self._party
   if ud:phase() == "joining" then wait_phase(self, "leave", "joining") end
   if ud:phase() == "leaving" then wait_phase(self, "leave", "leaving") end -- an interrupted leave
@@ -95,6 +96,21 @@ function Party:leave()
   wait_phase(self, "leave", "leaving")
   if ud:rc() ~= 0 then error(errors.from_code(ud:rc(), self.path), 0) end
   return ud:deleted()
+end
+
+--- join(): the member node exists once it returns (waits while the connection is down,
+-- until stop(): ConnectionClosedError).  Coroutines sharing the party take turns.
+function Party:join()
+  usable(self.client, "join")
+  self.client:_check_wait()
+  return base.serial(self, "join", nil, false, nil, join_in_turn, self)
+end
+
+--- leave() -> true if the node was deleted, false if there was none.
+function Party:leave()
+  usable(self.client, "leave")
+  self.client:_check_wait()
+  return base.serial(self, "leave", nil, false, nil, leave_in_turn, self)
 end
 
 local function member_names(self)
@@ -150,7 +166,7 @@ function Party.__tostring(self)
 end
 
 -- on_lost(fn): fn(party) runs when the session expired (or stopped) while joined.
-require("zklua.recipes.lost").install(Party, "party")
+base.install_lost(Party, "party")
 
 local function new(class, kind, client, path, identifier)
   local fname = class
@@ -170,7 +186,8 @@ local function new(class, kind, client, path, identifier)
   local ud = core.party(session, path, data, kind, client._default_acl)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, node = ud:node(), _kind = kind, _class = class,
-                              _party = ud, _lost_callbacks = {} }, Party)
+                              _party = ud }, Party)
+  base.init(self)
   self.create_path = join_path(path, self.node)
   client:_add_notify_target(ud:id(), self)
   return self

@@ -19,7 +19,9 @@
 --
 -- Queue (kazoo: "does not offer reliable consumption": an item leaves the queue before it is
 -- processed):
--- * get() never waits for items (nil when empty), only for the round trips.  It works through
+-- * get(timeout) never waits for items (nil when empty), only for the round trips: at most
+--   timeout seconds (nil: the client's timeout), then TimeoutError (the get goes on and the
+--   next get() returns its item).  It works through
 --   the sorted list of entries it read (listing again when it runs out, as kazoo), so an item
 --   put later with a lower priority comes after that list.
 -- * Delivery is AT LEAST ONCE: a get never loses an item.  When the reply to its delete was
@@ -48,12 +50,19 @@
 --   transaction went through, else false (the item is back in the queue).  stop() is a LOST
 --   too (on_lost runs for a holder).
 -- * The timeout of get() only ends it while nothing is available (or the connection is down):
---   a claim under way is finished (or dropped) first.
+--   a claim under way is finished (or dropped) first.  get() without a timeout waits until an
+--   item comes or the client stops (ConnectionClosedError).
+--
+-- Sharing (zklua.recipes.base): the gets (and consume, release) of coroutines sharing one
+-- queue object take turns, so each item goes to one of them; a LockingQueue object holds one
+-- item at a time (kazoo's), returned by every get() until consume() or release().  put and
+-- put_all are independent single requests.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
-local waits = require "zklua.recipes.waits"
+local base = require "zklua.recipes.base"
+local waits = base.waits
 
 local recipes = {}
 
@@ -175,28 +184,36 @@ function Queue:put_all(values, priority)
   return put_all(self, "put_all", values, priority)
 end
 
---- get() -> the value of the first item (taking it out of the queue), or nil when empty.
-function Queue:get()
+local function queue_get(self, timeout, deadline)
   local client, ud = self.client, self._queue
   usable(client, "get")
   ensure_paths(self)
-  local function done() return ud:phase() ~= "getting" or not client._session end
   if ud:phase() ~= "getting" and not (self._uncollected and ud:outcome() == "got") then
     local started, why = ud:get()
     if not started then
       errors.raise(errors.ConnectionClosedError, "get: cannot start (" .. why .. ")", self.path)
     end
   end
-  self._uncollected = true -- until its result is handed out (an interrupted wait keeps it)
-  client.handler.wait(done)
-  if ud:phase() == "getting" then
-    errors.raise(errors.ConnectionClosedError, "get: the client was closed", self.path)
-  end
+  self._uncollected = true -- until its result is handed out (a timed-out get keeps it)
+  base.check_wait(base.wait(self, function() return ud:phase() ~= "getting" end, deadline),
+                  errors.TimeoutError, "get", self.path, timeout)
   self._uncollected = false
   local outcome, rc = ud:outcome()
   if outcome == "got" then return ud:value() end
   if outcome == "empty" then return nil end
   raise_rc("get", rc, self.path)
+end
+
+--- get(timeout) -> the value of the first item (taking it out of the queue), or nil when
+-- empty.  TimeoutError after timeout seconds (nil: the client's timeout); the get goes on
+-- and the next get() returns its item.
+function Queue:get(timeout)
+  timeout = check.timeout("get", timeout)
+  usable(self.client, "get")
+  self.client:_check_wait()
+  if timeout == nil then timeout = self.client._timeout end
+  return base.serial_timed(self, "get", timeout, nil, errors.TimeoutError, queue_get, self,
+                           timeout, base.deadline(timeout))
 end
 
 --- The number of items (the entries' count).
@@ -213,8 +230,9 @@ end
 function recipes.Queue(client, path)
   check.path("Queue", path)
   local session = usable(client, "Queue")
-  return setmetatable({ client = client, path = path, _entries_path = path,
-                        _structure = { path }, _queue = core.item_queue(session, path) }, Queue)
+  return base.init(setmetatable({ client = client, path = path, _entries_path = path,
+                                  _structure = { path },
+                                  _queue = core.item_queue(session, path) }, Queue))
 end
 
 ---------------------------------------------------------------- LockingQueue
@@ -233,8 +251,8 @@ function LockingQueue:put_all(values, priority)
 end
 
 local function wait_phase_ends(self, phase)
-  local ud, client = self._lq, self.client
-  client.handler.wait(function() return ud:phase() ~= phase or not client._session end)
+  local ud = self._lq
+  base.wait(self, function() return ud:phase() ~= phase end)
 end
 
 -- A clean-up (dropping the claim of a get that gave up) is waited for while connected; once
@@ -257,7 +275,7 @@ end
 -- available (or the connection is down).
 local function wait_get(self, deadline)
   local ud, client, handler = self._lq, self.client, self.client.handler
-  local function decided() return ud:phase() ~= "getting" or not client._session end
+  local function decided() return ud:phase() ~= "getting" or base.closed(client) end
   while true do
     local remaining = deadline and math.max(deadline - core.monotonic(), 0)
     if handler.wait(decided, remaining) then return end
@@ -271,15 +289,12 @@ local function wait_get(self, deadline)
   end
 end
 
---- get(timeout = nil) -> the value of a claimed item, or nil when none came within timeout.
-function LockingQueue:get(timeout)
-  timeout = check.timeout("get", timeout)
+local function locking_get(self, deadline)
   local client, ud = self.client, self._lq
   usable(client, "get")
   ensure_paths(self)
   settle_earlier(self)
   if ud:phase() == "holding" then return ud:value() end
-  local deadline = timeout and core.monotonic() + timeout
   if ud:phase() ~= "getting" then
     local started, why = ud:get()
     if not started then
@@ -296,8 +311,19 @@ function LockingQueue:get(timeout)
   errors.raise(errors.ConnectionClosedError, "get: the client was closed", self.path)
 end
 
+--- get(timeout = nil) -> the value of a claimed item, or nil when none came within timeout
+-- (its wait for the object's turn included; nil: no limit, until stop()).
+function LockingQueue:get(timeout)
+  timeout = check.timeout("get", timeout)
+  usable(self.client, "get")
+  self.client:_check_wait()
+  local deadline = base.deadline(timeout)
+  return base.serial(self, "get", deadline, false, function() return nil end, locking_get,
+                     self, deadline)
+end
+
 -- Runs consume or release on the held item; returns the outcome.
-local function finish_held(self, fname, busy)
+local function finish_held_in_turn(self, fname, busy)
   local client, ud = self.client, self._lq
   usable(client, fname)
   settle_earlier(self)
@@ -314,6 +340,12 @@ local function finish_held(self, fname, busy)
   local outcome, rc = ud:outcome()
   if outcome == "failed" then raise_rc(fname, rc, self.path) end
   return outcome
+end
+
+local function finish_held(self, fname, busy)
+  usable(self.client, fname)
+  self.client:_check_wait()
+  return base.serial(self, fname, nil, false, nil, finish_held_in_turn, self, fname, busy)
 end
 
 --- consume() -> true once the held item is deleted from the queue; false when nothing is
@@ -356,7 +388,7 @@ function LockingQueue.__tostring(self)
 end
 
 -- on_lost(fn): fn(queue) runs when the claim of a held item was lost with the session.
-require("zklua.recipes.lost").install(LockingQueue, "locking queue")
+base.install_lost(LockingQueue, "locking queue")
 
 function recipes.LockingQueue(client, path)
   check.path("LockingQueue", path)
@@ -365,8 +397,8 @@ function recipes.LockingQueue(client, path)
   local entries, taken = join(path, "entries"), join(path, "taken")
   local self = setmetatable({ client = client, path = path, id = ud:owner_id(),
                               _entries_path = entries, _taken_path = taken,
-                              _structure = { taken, entries }, _lq = ud,
-                              _lost_callbacks = {} }, LockingQueue)
+                              _structure = { taken, entries }, _lq = ud }, LockingQueue)
+  base.init(self)
   client:_add_notify_target(ud:id(), self)
   return self
 end
