@@ -1,10 +1,11 @@
 --- nginx_bench.lua — zklua inside nginx under load: a 4-worker nginx (Debian's nginx +
 -- libnginx-mod-http-lua, zklua's LuaJIT module under zklua.handlers.ngx) on a free loopback
 -- port, against HOSTS, loaded with wrk; one handler wake-up MODE per run ("socket" or
--- "timer", passed to the workers as $ZKLUA_NGX_WAKEUP).  The service is
--- examples/nginx/nginx.conf when it serves GET /get, else bench/nginx/nginx.conf (the same
--- endpoints).  Its znodes live under a fresh /bench-nginx-<...> ($ZKLUA_APP), made with a
--- 64-byte config and removed after.
+-- "timer", passed to the workers as $ZKLUA_NGX_WAKEUP).  The service is the example's,
+-- examples/nginx/nginx.conf as it is (its port changed to a free one): GET /get does one
+-- zk:get of the config, GET /static no ZooKeeper call, GET /counter one Counter:add(1) on the
+-- worker's shared Counter.  Its znodes live under a fresh /bench-nginx-<...> ($ZKLUA_APP),
+-- made with a 64-byte config and removed after.
 --
 --   1. idle: once every worker answered /status (session up, its DataWatch, Counter and
 --      Election in place) and a second passed, each worker's wake-ups (voluntary context
@@ -67,22 +68,19 @@ end
 
 -- ---------------------------------------------------------------- the service
 
-local function service_conf()
-  local example = read_file("examples/nginx/nginx.conf")
-  if example and example:find("location%s*=%s*/get") then
-    return example, "examples/nginx/nginx.conf"
-  end
-  return assert(read_file("bench/nginx/nginx.conf")), "bench/nginx/nginx.conf"
-end
+local CONF = "examples/nginx/nginx.conf"
 
 local cwd = shell("pwd"):gsub("%s+$", "")
 local port = core.free_port()
 local prefix = shell("mktemp -d /tmp/zklua-nginx-bench.XXXXXX"):gsub("%s+$", "")
 assert(prefix ~= "", "mktemp failed")
 os.execute("mkdir -p " .. prefix .. "/logs")
-local conf_text, conf_source = service_conf()
-local conf, replaced = conf_text:gsub("127%.0%.0%.1:8080", "127.0.0.1:" .. port)
-assert(replaced == 1, conf_source .. " does not listen on 127.0.0.1:8080")
+local conf_text = assert(read_file(CONF), "no " .. CONF .. " (run from a checkout)")
+for _, endpoint in ipairs({ "/get", "/static", "/counter", "/status" }) do
+  assert(conf_text:find("location%s*=%s*" .. endpoint .. "%s"), CONF .. " serves no " .. endpoint)
+end
+local conf, replaced = conf_text:gsub("listen 127%.0%.0%.1:8080", "listen 127.0.0.1:" .. port)
+assert(replaced == 1, CONF .. " must have one `listen 127.0.0.1:8080`")
 write_file(prefix .. "/nginx.conf", conf)
 
 local app = string.format("/bench-nginx-%d-%d", os.time(), math.random(1e9))
@@ -311,7 +309,6 @@ end
 
 -- ---------------------------------------------------------------- main
 
-print(string.format("RESULT nginx_service conf=%s mode=%s", conf_source, mode))
 local ok, err = pcall(function()
   start_nginx()
   workers = wait_workers(30)

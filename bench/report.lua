@@ -105,7 +105,7 @@ return function(info)
         "collection, growth is over the same client before the cache, peak is VmHWM.",
         n.tree_nodes - 1),
       string.format("- **nginx** (bench/nginx_bench.lua; the service is examples/nginx/nginx.conf " ..
-        "once it serves GET /get, bench/nginx/nginx.conf until then): a 4-worker nginx (Debian's " ..
+        "as it is, on a free port): a 4-worker nginx (Debian's " ..
         "nginx and libnginx-mod-http-lua) on a free loopback port, each worker with its own " ..
         "session under zklua.handlers.ngx (zklua's LuaJIT module, so its figures sit in the " ..
         "LuaJIT column), a DataWatch on the config znode, a Counter its requests share and an " ..

@@ -491,9 +491,6 @@ SECTIONS[#SECTIONS + 1] = { id = "nginx", run = function(ctx, round)
         ctx.hosts, mode, N.nginx_seconds, N.nginx_idle, N.counter_bursts,
         table.concat(NGINX_CONNS, ",") }, " "))
       if not x then return end
-      if x.nginx_service then
-        note("nginx rows: the service is " .. x.nginx_service.conf .. ".")
-      end
       local idle = x.nginx_idle or {}
       record("nginx_idle_wakeups_" .. mode, "luajit", idle.wakeups_per_s)
       record("nginx_idle_wakeups_all_" .. mode, "luajit", idle.wakeups_all_per_s)
