@@ -5,7 +5,8 @@
 -- one): 4 workers, each with its own session, a DataWatch on a config node, a shared Counter
 -- and an Election latch.  Every worker is reached by asking on new connections (reuseport
 -- spreads them) until each live pid answered, with a bound.  The scenarios:
--- 1. one leader among 4 workers; /static, /get, /counter answer; the leader killed (SIGKILL,
+-- 1. one leader among 4 workers; /static, /get, /counter answer (concurrent /counter requests
+--    share each worker's Counter: every add counts once); the leader killed (SIGKILL,
 --    by pid), another worker takes over while the others keep answering;
 -- 2. config propagation: the config node changed, every worker's /config shows it; under the
 --    handler's default wakeup and under wakeup = "timer";
@@ -181,7 +182,7 @@ end
 
 function Nginx:assert_clean(what)
   local bad = self:errors()
-  assert(#bad == 0, what .. ": error.log has:\n" .. table.concat(bad, "\n"))
+  assert(#bad == 0, what .. ": error.log has:\n" .. table.concat(bad, "\n") .. "\nFULL\n" .. self:error_log())
 end
 
 --- Asks path on new connections until each worker in pids (a set; default the live ones)
@@ -382,6 +383,18 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
     end
     for i = 1, 20 do assert.are.equal(i, values[i]) end -- one add each, in order
     assert.are.equal("20", (observer:get(app .. "/counter")))
+    -- concurrent requests share each worker's Counter object: every add counts once
+    local sockets, seen = {}, {}
+    for i = 1, 16 do sockets[i] = assert(send_get(nginx.port, "/counter")) end
+    for i = 1, 16 do
+      local status, body = receive(sockets[i])
+      assert.are.equal(200, status, body)
+      local value = tonumber(body)
+      assert.is_nil(seen[value], "two adds answered " .. tostring(value))
+      seen[value] = true
+    end
+    for value = 21, 36 do assert.is_true(seen[value], "no add answered " .. value) end
+    assert.are.equal("36", (observer:get(app .. "/counter")))
     nginx:propagate(observer, app, "v1")
     nginx:assert_clean("the endpoints")
 
@@ -478,6 +491,9 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
     nginx:statuses(function(s) return s.state == "LOST" end, "every worker to see LOST", 30)
     local status, body = request(nginx.port, "/get")
     assert.are.equal(503, status, body) -- a clean error while ZooKeeper is away
+    status, body = request(nginx.port, "/counter")
+    assert.are.equal(503, status, body) -- the add's timeout ($ZKLUA_CALL_TIMEOUT) ended it
+    assert.truthy(body:find("TimeoutError", 1, true), body)
     server:node(1):start()
     observer = helpers.client(server.hosts)
     local _, statuses = nginx:settled(observer, app, 4, "one leader re-elected on new sessions")

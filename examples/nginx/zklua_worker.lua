@@ -14,7 +14,8 @@
 -- others meanwhile):
 --   GET /get      one zk:get of the config node: body = its data
 --   GET /static   no ZooKeeper call: body "ok" (the ceiling: what Lua in nginx costs alone)
---   GET /counter  one add(1) on the shared Counter: body = the value after that add
+--   GET /counter  one add(1, $ZKLUA_CALL_TIMEOUT) on the shared Counter: body = the value
+--                 after that add (concurrent requests take turns on the object)
 --   GET /config   the worker's config from its DataWatch: body = the data
 --   GET /lock     takes $ZKLUA_APP/lock (waits at most ?timeout= s, default $ZKLUA_CALL_TIMEOUT),
 --                 holds it ?hold= s (default 0), releases it: body "acquired" or "timeout"
@@ -22,8 +23,8 @@
 -- Every answer carries X-Worker-Pid.  A ZooKeeper error answers 503 with the error's text.
 -- How long a request may wait: a plain op (zk:get) ends with ConnectionLoss once the
 -- connection is lost (at most 2/3 of the session timeout after the server went silent); a lock
--- acquire waits its timeout; Counter:add waits for a reconnection (its own timeout comes with
--- the recipes' call timeouts).
+-- acquire and a counter add wait at most their timeout ($ZKLUA_CALL_TIMEOUT, default 2 s;
+-- TimeoutError, a 503, for the add).
 -- exit_worker(): zk:close().  The handler's poller already stopped the client when the worker
 -- began exiting (ngx.worker.exiting(): every waiting request was woken with
 -- ConnectionClosedError); close() also frees the session and joins libzookeeper's threads
@@ -48,7 +49,7 @@ local CONFIG = APP .. "/config"
 local COUNTER = APP .. "/counter"
 local LEADER = APP .. "/leader"
 local LOCK = APP .. "/lock"
--- s: the longest a request waits for a lock by default
+-- s: the longest a request waits for a lock (by default) or a counter add
 local CALL_TIMEOUT = tonumber(os.getenv("ZKLUA_CALL_TIMEOUT") or "") or 2
 
 local zk, handler, election, counter, core_path
@@ -146,7 +147,8 @@ end
 function M.counter()
   serve(function()
     if not counter then error("not set up yet: the session is not connected", 0) end
-    return tostring(counter:add(1).post_value) -- read before anything yields
+    local _, _, post = counter:add(1, CALL_TIMEOUT) -- this call's own value (shared object)
+    return tostring(post)
   end)
 end
 
