@@ -239,7 +239,8 @@ local function wrk(path, conns)
   local bad = tonumber(out:match("Non%-2xx or 3xx responses:%s*(%d+)") or 0)
   local socket_errors = out:match("Socket errors:[^\n]*")
   if not rps or bad > 0 or (socket_errors and conns <= 200) then
-    error(string.format("wrk %s at %d connections: %s", path, conns, out))
+    error(string.format("wrk %s at %d connections: %s, %d non-2xx answers\n%s", path, conns,
+                        socket_errors or "no Requests/sec", bad, out))
   end
   print(string.format("RESULT nginx_%s_c%d rps=%.1f p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f",
                       path:sub(2), conns, rps, pct(50), pct(90), pct(99)))
@@ -325,7 +326,9 @@ stop_nginx()
 zk:delete(app, nil, true)
 zk:close()
 if not ok then
-  io.stderr:write("nginx_bench: ", tostring(err), "\n", "error.log:\n", log:sub(-3000), "\n")
+  -- the error last: bench/run.lua's note quotes a failed script's last unindented line
+  io.stderr:write("error.log:\n", log:sub(-3000), "\n", "nginx_bench: ",
+                  tostring(err):gsub("\n", "\n  "), "\n")
   os.execute("rm -rf " .. prefix)
   os.exit(1)
 end
