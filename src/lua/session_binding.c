@@ -35,6 +35,10 @@ typedef struct {
  * LuaJIT (~100 instructions per session method call; Lua 5.4 caches C strings). */
 static const char session_metatable_key = 0;
 
+/* Every session method has the string "op" as its upvalue: an op's event starts with it, and
+ * a string pushed from C is interned on every push under LuaJIT (~100 instructions). */
+#define OP_KIND lua_upvalueindex(1)
+
 static zkl_session *check_session(lua_State *L)
 {
     session_box *box = lua_touserdata(L, 1);
@@ -240,7 +244,7 @@ static int push_results(lua_State *L, const zkl_event *ev, int asked)
  * fire, then the results.  asked: the stack index of the path a direct create was given, or 0. */
 static int push_op_event(lua_State *L, const zkl_event *ev, int asked)
 {
-    lua_pushliteral(L, "op");
+    lua_pushvalue(L, OP_KIND); /* "op", not interned again per op (see OP_KIND) */
     lua_pushinteger(L, (lua_Integer)ev->id);
     int results = 0;
     if (ev->rc == ZOK || (ev->op == ZKL_OP_EXISTS && ev->rc == ZNONODE)) {
@@ -713,7 +717,8 @@ void zkl_register_session(lua_State *L)
 {
     if (luaL_newmetatable(L, SESSION_METATABLE)) {
         lua_newtable(L);
-        luaL_setfuncs(L, session_methods, 0);
+        lua_pushliteral(L, "op"); /* OP_KIND */
+        luaL_setfuncs(L, session_methods, 1);
         lua_setfield(L, -2, "__index");
         lua_pushcfunction(L, session_gc);
         lua_setfield(L, -2, "__gc");
