@@ -6,6 +6,8 @@
 -- `errors.is(err, errors.ZookeeperError)` follows kazoo's hierarchy:
 -- KazooException > ZookeeperError > NoNodeError, ...; ConnectionClosedError is a
 -- SessionExpiredError, as in kazoo.
+local C = require("zklua.core").codes -- ZooKeeper's return codes, from zookeeper.h
+
 local errors = {}
 
 local instance_mt = {}
@@ -45,31 +47,31 @@ end
 
 local K = define("KazooException")
 local Z = define("ZookeeperError", K)
-define("RolledBackError", Z, 0, "rolled back: another operation in the transaction failed")
-define("SystemZookeeperError", Z, -1, "system error")
-define("RuntimeInconsistency", Z, -2, "runtime inconsistency")
-define("DataInconsistency", Z, -3, "data inconsistency")
-define("ConnectionLoss", Z, -4, "connection to the server was lost")
-define("MarshallingError", Z, -5, "marshalling error")
-define("UnimplementedError", Z, -6, "operation is unimplemented")
-define("OperationTimeoutError", Z, -7, "operation timed out")
-define("BadArgumentsError", Z, -8, "bad arguments")
-define("NewConfigNoQuorumError", Z, -13, "no quorum for the new config")
-define("ReconfigInProcessError", Z, -14, "a reconfiguration is in progress")
-define("APIError", Z, -100, "API error")
-define("NoNodeError", Z, -101, "node does not exist")
-define("NoAuthError", Z, -102, "not authorized")
-define("BadVersionError", Z, -103, "version does not match")
-define("NoChildrenForEphemeralsError", Z, -108, "ephemeral nodes may not have children")
-define("NodeExistsError", Z, -110, "node already exists")
-define("NotEmptyError", Z, -111, "node has children")
-local expired = define("SessionExpiredError", Z, -112, "session expired")
-define("InvalidCallbackError", Z, -113, "invalid callback")
-define("InvalidACLError", Z, -114, "invalid ACL")
-define("AuthFailedError", Z, -115, "authentication failed")
-define("SessionMovedError", Z, -118, "session moved to another server")
-define("NotReadOnlyCallError", Z, -119, "a write was sent to a read-only server")
-define("ConnectionClosedError", expired, -116, "connection has been closed")
+define("RolledBackError", Z, C.ZOK, "rolled back: another operation in the transaction failed")
+define("SystemZookeeperError", Z, C.ZSYSTEMERROR, "system error")
+define("RuntimeInconsistency", Z, C.ZRUNTIMEINCONSISTENCY, "runtime inconsistency")
+define("DataInconsistency", Z, C.ZDATAINCONSISTENCY, "data inconsistency")
+define("ConnectionLoss", Z, C.ZCONNECTIONLOSS, "connection to the server was lost")
+define("MarshallingError", Z, C.ZMARSHALLINGERROR, "marshalling error")
+define("UnimplementedError", Z, C.ZUNIMPLEMENTED, "operation is unimplemented")
+define("OperationTimeoutError", Z, C.ZOPERATIONTIMEOUT, "operation timed out")
+define("BadArgumentsError", Z, C.ZBADARGUMENTS, "bad arguments")
+define("NewConfigNoQuorumError", Z, C.ZNEWCONFIGNOQUORUM, "no quorum for the new config")
+define("ReconfigInProcessError", Z, C.ZRECONFIGINPROGRESS, "a reconfiguration is in progress")
+define("APIError", Z, C.ZAPIERROR, "API error")
+define("NoNodeError", Z, C.ZNONODE, "node does not exist")
+define("NoAuthError", Z, C.ZNOAUTH, "not authorized")
+define("BadVersionError", Z, C.ZBADVERSION, "version does not match")
+define("NoChildrenForEphemeralsError", Z, C.ZNOCHILDRENFOREPHEMERALS, "ephemeral nodes may not have children")
+define("NodeExistsError", Z, C.ZNODEEXISTS, "node already exists")
+define("NotEmptyError", Z, C.ZNOTEMPTY, "node has children")
+local expired = define("SessionExpiredError", Z, C.ZSESSIONEXPIRED, "session expired")
+define("InvalidCallbackError", Z, C.ZINVALIDCALLBACK, "invalid callback")
+define("InvalidACLError", Z, C.ZINVALIDACL, "invalid ACL")
+define("AuthFailedError", Z, C.ZAUTHFAILED, "authentication failed")
+define("SessionMovedError", Z, C.ZSESSIONMOVED, "session moved to another server")
+define("NotReadOnlyCallError", Z, C.ZNOTREADONLY, "a write was sent to a read-only server")
+define("ConnectionClosedError", expired, C.ZCLOSING, "connection has been closed")
 define("CancelledError", K, nil, "cancelled")
 define("ConfigurationError", K, nil, "bad configuration")
 define("ZookeeperStoppedError", K, nil, "the client has been stopped")
@@ -83,7 +85,7 @@ define("InterruptedError", K, nil, "interrupted")
 -- zklua's own: a call that waits, made where a coroutine handler cannot suspend the caller
 define("WouldBlockError", K, nil, "the call would block where the handler cannot wait")
 -- Codes the C library produces locally, reported as the kazoo error a user would expect.
-by_code[-9] = expired        -- ZINVALIDSTATE: the handle died with its session
+by_code[C.ZINVALIDSTATE] = expired -- the handle died with its session
 
 --- The error object for a ZooKeeper return code.
 function errors.from_code(code, path)

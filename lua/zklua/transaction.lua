@@ -9,6 +9,7 @@
 -- op that failed holds its error object, every other op a RolledBackError.  A transaction
 -- that never reached the server (connection loss, expiry) raises that error instead.
 -- Arguments are checked as each op is added; a transaction commits once.
+local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local Future = require "zklua.future"
@@ -64,7 +65,7 @@ local function results_of(ops, rc, values, codes)
       results[i] = values[i]
     else
       local code = codes[i]
-      if code == 0 or code == -2 then
+      if code == core.codes.ZOK or code == core.codes.ZRUNTIMEINCONSISTENCY then
         results[i] = errors.RolledBackError(nil, op.path)
       else
         results[i] = errors.from_code(code, op.path)
@@ -73,8 +74,6 @@ local function results_of(ops, rc, values, codes)
   end
   return results
 end
-
-local core = require "zklua.core"
 
 -- A transaction is one request: its paths and values together must fit the server's limit.
 local function check_total_size(ops)

@@ -17,6 +17,13 @@ long long zkl_monotonic_ms(void)
     return (long long)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000L;
 }
 
+double zkl_wall_clock_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 struct timespec zkl_monotonic_after_us(long long us)
 {
     struct timespec t;

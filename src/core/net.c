@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 int zkl_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -33,18 +35,11 @@ int zkl_free_port(void)
     return port;
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* Waits until fd is ready for events or the deadline passes; 1 ready, 0 not. */
 static int wait_ready(int fd, short events, long deadline)
 {
     for (;;) {
-        long left = deadline - now_ms();
+        long left = deadline - (long)zkl_monotonic_ms();
         if (left <= 0)
             return 0;
         struct pollfd p = {.fd = fd, .events = events};
@@ -84,7 +79,7 @@ int zkl_four_letter_word(const char *host, int port, const char *cmd, int timeou
 {
     if (out_size == 0)
         return -1;
-    long deadline = now_ms() + timeout_ms;
+    long deadline = (long)zkl_monotonic_ms() + timeout_ms;
     int fd = connect_with_deadline(host, port, deadline);
     if (fd < 0)
         return -1;

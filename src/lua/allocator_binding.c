@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "../recipes/allocator.h"
-#include "allocator_binding.h"
+#include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
 
@@ -88,8 +88,7 @@ static int allocator_leave(lua_State *L)
 
 static int allocator_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "joining", "running", "leaving"};
-    lua_pushstring(L, names[zkl_allocator_phase_of(check_allocator(L))]);
+    lua_pushstring(L, zkl_allocator_phase_names[zkl_allocator_phase_of(check_allocator(L))]);
     return 1;
 }
 

@@ -17,7 +17,7 @@
  * forget it.  Collecting a barrier frees it with zkl_barrier_free().
  */
 #include "../recipes/barrier.h"
-#include "barrier_binding.h"
+#include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
 
@@ -71,10 +71,9 @@ static int barrier_busy(lua_State *L)
 
 static int barrier_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending", "done", "gave_up", "failed"};
     int rc;
     zkl_barrier_outcome o = zkl_barrier_outcome_of(check_barrier(L), &rc);
-    lua_pushstring(L, names[o]);
+    lua_pushstring(L, zkl_barrier_outcome_names[o]);
     lua_pushinteger(L, rc);
     return 2;
 }

@@ -363,3 +363,21 @@ const char *zkl_keeper_state_name(int st)
         return "AUTH_FAILED";
     return "CONNECTING";
 }
+
+int zkl_opt_timeout_ms(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx))
+        return -1;
+    lua_Number t = luaL_checknumber(L, idx);
+    if (t != t)
+        return luaL_argerror(L, idx, "timeout is NaN");
+    return t <= 0 ? 0 : t > 2e6 ? 2000000000 : (int)(t * 1000 + 0.5);
+}
+
+long zkl_check_ms(lua_State *L, int idx, double max_s, const char *what)
+{
+    lua_Number t = luaL_checknumber(L, idx);
+    if (!(t >= 0 && t <= max_s)) /* also refuses NaN */
+        luaL_argerror(L, idx, lua_pushfstring(L, "%s out of range", what));
+    return (long)(t * 1000 + 0.5);
+}

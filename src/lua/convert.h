@@ -38,4 +38,11 @@ void zkl_push_int64(lua_State *L, int64_t v);
 /* Prepares zkl_push_int64 in this Lua state; call once when the module opens. */
 void zkl_register_int64(lua_State *L);
 
+/* Seconds to milliseconds, the one conversion of the binding.  zkl_opt_timeout_ms: a wait's
+ * timeout at idx: nil or none -1 (no end), <= 0 0, at most 2e9 ms; NaN raises.
+ * zkl_check_ms: a duration at idx in 0 .. max_s seconds (NaN refused), raising "<what> out
+ * of range" otherwise; rounded to the nearest ms. */
+int zkl_opt_timeout_ms(lua_State *L, int idx);
+long zkl_check_ms(lua_State *L, int idx, double max_s, const char *what);
+
 #endif

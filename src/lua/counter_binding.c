@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "../recipes/counter.h"
+#include "bindings.h"
 #include "convert.h"
-#include "counter_binding.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_counter_forget_session(obj); }
@@ -94,11 +94,10 @@ static int counter_phase(lua_State *L)
 
 static int counter_outcome(lua_State *L)
 {
-    static const char *const names[] = {"ok", "failed", "bad_data", "overflow"};
     counter_box *box = check_box(L);
     int rc;
     zkl_counter_outcome o = zkl_counter_outcome_of(box->base.obj, &rc);
-    lua_pushstring(L, names[o]);
+    lua_pushstring(L, zkl_counter_outcome_names[o]);
     lua_pushinteger(L, rc);
     return 2;
 }

@@ -11,8 +11,6 @@
  *                      "bad_record" | "abandoned" | "failed", rc, why (with "bad_record")
  *   lease:end_time() -> the end written (seconds since the epoch), with "obtained"
  *   lease:inflight()
- *   core.utcnow() -> seconds since the epoch, UTC, with the clock's fraction
- *   core.hostname() -> the host's name (Python's socket.gethostname())
  *   core.utf8_valid(s) -> whether s is valid UTF-8
  *
  * The logic is in lease.c; lua/zklua/recipes/lease.lua waits, supplies the time and talks to
@@ -29,8 +27,8 @@
 
 #include "../recipes/lease.h"
 #include "../recipes/lease_record.h"
+#include "bindings.h"
 #include "convert.h"
-#include "lease_binding.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_lease_forget_session(obj); }
@@ -67,8 +65,7 @@ static int lease_obtain(lua_State *L)
 
 static int lease_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "working", "needs_time", "finishing"};
-    lua_pushstring(L, names[zkl_lease_phase_of(check_lease(L))]);
+    lua_pushstring(L, zkl_lease_phase_names[zkl_lease_phase_of(check_lease(L))]);
     return 1;
 }
 
@@ -88,12 +85,10 @@ static int lease_abandon(lua_State *L)
 
 static int lease_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending",  "obtained",  "held_elsewhere",
-                                        "other_version", "bad_record", "abandoned", "failed"};
     zkl_lease *e = check_lease(L);
     int rc;
     zkl_lease_outcome outcome = zkl_lease_outcome_of(e, &rc);
-    lua_pushstring(L, names[outcome]);
+    lua_pushstring(L, zkl_lease_outcome_names[outcome]);
     lua_pushinteger(L, rc);
     const char *why = zkl_lease_why(e);
     if (!why)
@@ -117,24 +112,6 @@ static int lease_inflight(lua_State *L)
     return 1;
 }
 
-static int core_utcnow(lua_State *L)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
-    return 1;
-}
-
-static int core_hostname(lua_State *L)
-{
-    char name[256];
-    if (gethostname(name, sizeof name) != 0)
-        return luaL_error(L, "gethostname: %s", strerror(errno));
-    name[sizeof name - 1] = '\0';
-    lua_pushstring(L, name);
-    return 1;
-}
-
 static int core_utf8_valid(lua_State *L)
 {
     size_t len;
@@ -150,8 +127,6 @@ static const luaL_Reg lease_methods[] = {
 };
 
 static const luaL_Reg lease_functions[] = {
-    {"utcnow", core_utcnow},
-    {"hostname", core_hostname},
     {"utf8_valid", core_utf8_valid},
     {NULL, NULL},
 };

@@ -22,8 +22,8 @@
  * with zkl_lock_free(): an acquire under way is abandoned in the background.
  */
 #include "../recipes/lock.h"
+#include "bindings.h"
 #include "convert.h"
-#include "lock_binding.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_lock_forget_session(obj); }
@@ -85,19 +85,16 @@ static int lock_give_up(lua_State *L)
 
 static int lock_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "acquiring", "held", "releasing", "abandoning"};
     zkl_lock_phase phase = zkl_lock_phase_of(check_lock(L));
-    lua_pushstring(L, names[phase]);
+    lua_pushstring(L, zkl_lock_phase_names[phase]);
     return 1;
 }
 
 static int lock_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending", "got", "busy", "cancelled", "gave_up",
-                                        "failed"};
     int rc;
     zkl_lock_outcome outcome = zkl_lock_outcome_of(check_lock(L), &rc);
-    lua_pushstring(L, names[outcome]);
+    lua_pushstring(L, zkl_lock_outcome_names[outcome]);
     lua_pushinteger(L, rc);
     return 2;
 }

@@ -24,8 +24,8 @@
 #include <errno.h>
 
 #include "../recipes/locking_queue.h"
+#include "bindings.h"
 #include "convert.h"
-#include "queue_binding.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_locking_queue_forget_session(obj); }
@@ -72,19 +72,15 @@ static int lq_give_up(lua_State *L)
 
 static int lq_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle",      "getting",   "holding",
-                                        "consuming", "releasing", "abandoning"};
-    lua_pushstring(L, names[zkl_locking_queue_phase_of(check_lq(L))]);
+    lua_pushstring(L, zkl_locking_queue_phase_names[zkl_locking_queue_phase_of(check_lq(L))]);
     return 1;
 }
 
 static int lq_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending",  "got",     "consumed", "released",
-                                        "not_held", "gave_up", "failed"};
     int rc;
     zkl_locking_queue_outcome o = zkl_locking_queue_outcome_of(check_lq(L), &rc);
-    lua_pushstring(L, names[o]);
+    lua_pushstring(L, zkl_locking_queue_outcome_names[o]);
     lua_pushinteger(L, rc);
     return 2;
 }

@@ -1,9 +1,11 @@
 /*
  * module.c — luaopen_zklua_core: the C half of zklua, as a Lua module.
  *
- * zklua.core holds the session type (session_binding.c) and the helpers the Lua half needs
- * from C: ZooKeeper's path rules, digest credentials, a monotonic clock, waiting on several
- * sessions' fds at once, the library's log level, and the test harness's socket helpers.
+ * zklua.core holds the session type (session_binding.c), the recipe types (bindings.h lists
+ * every registration), the shared numbers and names (constants.c), the host's names and wall
+ * clock (host_binding.c), and the helpers the Lua half needs from C: ZooKeeper's path rules,
+ * digest credentials, a monotonic clock, waiting on several sessions' fds at once, the
+ * library's log level, and the test harness's socket helpers.
  */
 #include <errno.h>
 #include <poll.h>
@@ -11,25 +13,15 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../core/clock.h"
 #include "../core/digest.h"
 #include "../core/log.h"
 #include "../core/net.h"
 #include "../core/path.h"
+#include "bindings.h"
 #include "compat.h"
 #include "convert.h"
-#include "lock_binding.h"
-#include "counter_binding.h"
-#include "party_binding.h"
-#include "barrier_binding.h"
-#include "semaphore_binding.h"
-#include "lease_binding.h"
-#include "patient_children_binding.h"
-#include "queue_binding.h"
-#include "allocator_binding.h"
 #include "session_binding.h"
-#include "strategy_binding.h"
-#include "tree_cache_binding.h"
-#include "set_partitioner_binding.h"
 #include "zklua_version.h"
 
 /* path_problem(path, sequential) -> nil, or a reason the server would refuse the path */
@@ -59,34 +51,17 @@ static int core_digest_credential(lua_State *L)
     return 1;
 }
 
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int core_monotonic(lua_State *L)
 {
-    lua_pushnumber(L, monotonic_seconds());
+    lua_pushnumber(L, zkl_monotonic_seconds());
     return 1;
-}
-
-static int seconds_to_ms(lua_State *L, int idx)
-{
-    if (lua_isnoneornil(L, idx))
-        return -1;
-    lua_Number t = luaL_checknumber(L, idx);
-    if (t != t)
-        return luaL_argerror(L, idx, "timeout is NaN");
-    return t <= 0 ? 0 : t > 2e6 ? 2000000000 : (int)(t * 1000 + 0.5);
 }
 
 /* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal */
 static int core_poll(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    int timeout = seconds_to_ms(L, 2);
+    int timeout = zkl_opt_timeout_ms(L, 2);
     int n = (int)lua_rawlen(L, 1);
     if (n > 1024)
         return luaL_argerror(L, 1, "too many fds");
@@ -149,7 +124,7 @@ static int core_four_letter(lua_State *L)
     const char *host = luaL_checkstring(L, 1);
     int port = (int)luaL_checkinteger(L, 2);
     const char *cmd = luaL_checkstring(L, 3);
-    int timeout = seconds_to_ms(L, 4);
+    int timeout = zkl_opt_timeout_ms(L, 4);
     enum { ANSWER_SIZE = 64 * 1024 };
     char *out = lua_newuserdatauv(L, ANSWER_SIZE, 0);
     int n = zkl_four_letter_word(host, port, cmd, timeout < 0 ? 2000 : timeout, out, ANSWER_SIZE);
@@ -180,6 +155,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_stat_metatable(L);
     zkl_register_session(L);
     zkl_register_waker(L);
+    zkl_register_host(L);
+    zkl_register_constants(L);
     zkl_register_lock(L);
     zkl_register_counter(L);
     zkl_register_party(L);

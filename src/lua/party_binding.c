@@ -15,8 +15,8 @@
  * is told to forget it.  Collecting a party frees it with zkl_party_free().
  */
 #include "../recipes/party.h"
+#include "bindings.h"
 #include "convert.h"
-#include "party_binding.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_party_forget_session(obj); }
@@ -56,8 +56,7 @@ static int party_leave(lua_State *L)
 
 static int party_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "joining", "joined", "leaving"};
-    lua_pushstring(L, names[zkl_party_phase_of(check_party(L))]);
+    lua_pushstring(L, zkl_party_phase_names[zkl_party_phase_of(check_party(L))]);
     return 1;
 }
 

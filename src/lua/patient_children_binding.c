@@ -16,7 +16,8 @@
  * forget it.  Collecting the userdata frees the watch with zkl_patient_free().
  */
 #include "../recipes/patient_children.h"
-#include "patient_children_binding.h"
+#include "bindings.h"
+#include "convert.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_patient_forget_session(obj); }
@@ -36,11 +37,8 @@ static int patient_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    lua_Number boundary = luaL_checknumber(L, 3);
-    if (!(boundary >= 0 && boundary <= 2e6)) /* also refuses NaN */
-        return luaL_argerror(L, 3, "time boundary out of range");
+    long ms = zkl_check_ms(L, 3, 2e6, "time boundary");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &PATIENT_TYPE, sizeof *box);
-    long ms = (long)(boundary * 1000 + 0.5);
     return zkl_recipe_box_set(L, &PATIENT_TYPE, box, zkl_patient_new(*slot, path, ms), slot);
 }
 
@@ -51,8 +49,7 @@ static int patient_start(lua_State *L)
 
 static int patient_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "settling", "settled"};
-    lua_pushstring(L, names[zkl_patient_phase_of(check_patient(L))]);
+    lua_pushstring(L, zkl_patient_phase_names[zkl_patient_phase_of(check_patient(L))]);
     return 1;
 }
 

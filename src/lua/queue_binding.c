@@ -17,7 +17,7 @@
  * queue with zkl_item_queue_free().
  */
 #include "../recipes/item_queue.h"
-#include "queue_binding.h"
+#include "bindings.h"
 #include "recipe_binding.h"
 
 static void forget_session(void *obj) { zkl_item_queue_forget_session(obj); }
@@ -47,17 +47,15 @@ static int queue_get(lua_State *L)
 
 static int queue_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "getting"};
-    lua_pushstring(L, names[zkl_item_queue_phase_of(check_queue(L))]);
+    lua_pushstring(L, zkl_item_queue_phase_names[zkl_item_queue_phase_of(check_queue(L))]);
     return 1;
 }
 
 static int queue_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending", "got", "empty", "failed"};
     int rc;
     zkl_item_queue_outcome o = zkl_item_queue_outcome_of(check_queue(L), &rc);
-    lua_pushstring(L, names[o]);
+    lua_pushstring(L, zkl_item_queue_outcome_names[o]);
     lua_pushinteger(L, rc);
     return 2;
 }

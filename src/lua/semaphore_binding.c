@@ -23,9 +23,9 @@
  * abandoned in the background.
  */
 #include "../recipes/semaphore.h"
+#include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
-#include "semaphore_binding.h"
 
 static void forget_session(void *obj) { zkl_semaphore_forget_session(obj); }
 static void free_semaphore(void *obj) { zkl_semaphore_free(obj); }
@@ -89,19 +89,16 @@ static int sem_give_up(lua_State *L)
 
 static int sem_phase(lua_State *L)
 {
-    static const char *const names[] = {"idle", "acquiring", "held", "releasing", "abandoning"};
-    lua_pushstring(L, names[zkl_semaphore_phase_of(check_sem(L))]);
+    lua_pushstring(L, zkl_semaphore_phase_names[zkl_semaphore_phase_of(check_sem(L))]);
     return 1;
 }
 
 static int sem_outcome(lua_State *L)
 {
-    static const char *const names[] = {"pending", "got",      "busy",  "cancelled",
-                                        "gave_up", "mismatch", "failed"};
     zkl_semaphore *m = check_sem(L);
     int rc;
     zkl_semaphore_outcome outcome = zkl_semaphore_outcome_of(m, &rc);
-    lua_pushstring(L, names[outcome]);
+    lua_pushstring(L, zkl_semaphore_outcome_names[outcome]);
     lua_pushinteger(L, rc);
     const char *stored = zkl_semaphore_stored_max(m);
     if (!stored)

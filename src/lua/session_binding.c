@@ -187,12 +187,7 @@ static int session_fileno(lua_State *L)
 static int session_wait(lua_State *L)
 {
     zkl_session *s = check_session(L);
-    int ms = -1;
-    if (!lua_isnoneornil(L, 2)) {
-        lua_Number t = luaL_checknumber(L, 2);
-        ms = t <= 0 ? 0 : t > 2e6 ? 2000000000 : (int)(t * 1000 + 0.5);
-    }
-    lua_pushboolean(L, zkl_session_wait(s, ms) > 0);
+    lua_pushboolean(L, zkl_session_wait(s, zkl_opt_timeout_ms(L, 2)) > 0);
     return 1;
 }
 

@@ -1,13 +1,10 @@
-/* session_binding.h — registers the session type and core.session() in the module table. */
+/* session_binding.h — the session userdata's slot, which recipe bindings look at before they
+ * touch the session (its registration, with every other, is in bindings.h). */
 #ifndef ZKL_SESSION_BINDING_H
 #define ZKL_SESSION_BINDING_H
 
 #include "../core/session.h"
-#include "compat.h"
-
-void zkl_register_session(lua_State *L); /* the module table is on top of the stack */
-/* core.waker(): a session's wake-up socket for hosts that read sockets (waker_binding.c). */
-void zkl_register_waker(lua_State *L);
+#include "bindings.h"
 
 /* Where the session userdata at idx keeps its session (raises if idx is not one): the slot
  * reads NULL once that session is closed, and stays valid while the userdata lives.  Recipe

@@ -12,7 +12,6 @@
  *   sp:fail(attempt), sp:release_set(), sp:release_in_background(), sp:set_changed(),
  *   sp:finish(), sp:joining(), sp:busy(), sp:items() -> {name, ...}, sp:fencing_token(name) -> token | nil,
  *   sp:node(), sp:id(), sp:inflight()
- *   core.host_fqdn() -> Python's socket.getfqdn(); core.getpid()
  *
  * The state machine is C; lua/zklua/recipes/partitioner.lua computes partitions (the notify
  * ZKL_SP_NOTIFY_PARTITION, target sp:id()), waits and talks to the user.  Every call is a safe
@@ -27,9 +26,9 @@
 #include <unistd.h>
 
 #include "../recipes/set_partitioner.h"
+#include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
-#include "set_partitioner_binding.h"
 
 static void forget_session(void *obj) { zkl_sp_forget_session(obj); }
 static void free_sp(void *obj) { zkl_sp_free(obj); }
@@ -37,21 +36,11 @@ static void free_sp(void *obj) { zkl_sp_free(obj); }
 static const zkl_recipe_type SP_TYPE = {"zklua.core.SetPartitioner", "set partitioner",
                                         forget_session, free_sp};
 
-static const char *const STATE_NAMES[] = {"ALLOCATING", "ACQUIRED", "RELEASE", "FAILURE"};
-
 static zkl_set_partitioner *check_sp(lua_State *L)
 {
     zkl_set_partitioner *sp = zkl_recipe_check(L, &SP_TYPE)->obj;
     zkl_sp_tidy(sp);
     return sp;
-}
-
-static long check_ms(lua_State *L, int idx)
-{
-    lua_Number t = luaL_checknumber(L, idx);
-    if (!(t >= 0 && t <= 1e7)) /* also refuses NaN */
-        luaL_argerror(L, idx, "seconds out of range");
-    return (long)(t * 1000 + 0.5);
 }
 
 /* core.set_partitioner(session, path, identifier, time_boundary_s, conflict_timeout_s, acl) */
@@ -63,7 +52,7 @@ static int sp_new(lua_State *L)
     const char *identifier = luaL_checklstring(L, 3, &len);
     if (len > 0x7fffffff)
         return luaL_argerror(L, 3, "identifier too large");
-    zkl_sp_options o = {check_ms(L, 4), check_ms(L, 5)};
+    zkl_sp_options o = {zkl_check_ms(L, 4, 1e7, "seconds"), zkl_check_ms(L, 5, 1e7, "seconds")};
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 6, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &SP_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &SP_TYPE, box,
@@ -72,19 +61,17 @@ static int sp_new(lua_State *L)
 
 static int sp_state(lua_State *L)
 {
-    lua_pushstring(L, STATE_NAMES[zkl_sp_state_of(check_sp(L))]);
+    lua_pushstring(L, zkl_sp_state_names[zkl_sp_state_of(check_sp(L))]);
     return 1;
 }
 
 static int sp_failure(lua_State *L)
 {
-    static const char *const names[] = {NULL,       "lost",  "closed",   "finished",
-                                        "conflict", "error", "partition"};
     int rc;
     zkl_sp_failure why = zkl_sp_failure_of(check_sp(L), &rc);
     if (why == ZKL_SP_NOT_FAILED)
         return 0;
-    lua_pushstring(L, names[why]);
+    lua_pushstring(L, zkl_sp_failure_names[why]);
     lua_pushinteger(L, rc);
     return 2;
 }
@@ -223,34 +210,6 @@ static int sp_inflight(lua_State *L)
     return 1;
 }
 
-/* host_fqdn(): Python's socket.getfqdn() — the canonical name of the host's first address
- * (what a reverse lookup gives), else the host name. */
-static int core_host_fqdn(lua_State *L)
-{
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0)
-        host[0] = '\0';
-    char name[NI_MAXHOST];
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host[0] ? host : "localhost", NULL, &hints, &res) == 0 && res &&
-        getnameinfo(res->ai_addr, res->ai_addrlen, name, sizeof name, NULL, 0,
-                    NI_NAMEREQD) == 0)
-        lua_pushstring(L, name);
-    else
-        lua_pushstring(L, host);
-    if (res)
-        freeaddrinfo(res);
-    return 1;
-}
-
-static int core_getpid(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)getpid());
-    return 1;
-}
-
 static const luaL_Reg sp_methods[] = {
     {"state", sp_state},
     {"failure", sp_failure},
@@ -275,8 +234,4 @@ static const luaL_Reg sp_methods[] = {
 void zkl_register_set_partitioner(lua_State *L)
 {
     zkl_recipe_register(L, &SP_TYPE, sp_methods, "set_partitioner", sp_new);
-    lua_pushcfunction(L, core_host_fqdn);
-    lua_setfield(L, -2, "host_fqdn");
-    lua_pushcfunction(L, core_getpid);
-    lua_setfield(L, -2, "getpid");
 }

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "../recipes/strategy.h"
-#include "strategy_binding.h"
+#include "bindings.h"
 
 /* Argument positions of core.strategy(). */
 enum { ARG_NAME = 1, ARG_MEMBERS, ARG_ITEMS, ARG_CURRENT, ARG_WEIGHTS, ARG_VNODES };

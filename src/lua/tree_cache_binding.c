@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "../recipes/tree_cache.h"
+#include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
-#include "tree_cache_binding.h"
 
 static void forget_session(void *obj) { zkl_tree_cache_forget_session(obj); }
 static void free_cache(void *obj) { zkl_tree_cache_free(obj); }
@@ -38,11 +38,6 @@ static zkl_tree_cache *check_cache(lua_State *L)
 {
     return zkl_recipe_check(L, &TREE_CACHE_TYPE)->obj;
 }
-
-static const char *const EVENT_NAMES[] = {
-    "NODE_ADDED",         "NODE_UPDATED",    "NODE_REMOVED", "CONNECTION_SUSPENDED",
-    "CONNECTION_RECONNECTED", "CONNECTION_LOST", "INITIALIZED",  "FAULT",
-};
 
 static int tree_cache_new(lua_State *L)
 {
@@ -65,7 +60,7 @@ static int tree_cache_close(lua_State *L)
 
 static int push_event(lua_State *L, const zkl_tree_event *ev, int with_data)
 {
-    lua_pushstring(L, EVENT_NAMES[ev->type]);
+    lua_pushstring(L, zkl_tree_event_names[ev->type]);
     if (!ev->path)
         return 1;
     lua_pushstring(L, ev->path);
@@ -131,8 +126,7 @@ static int tree_cache_get_children(lua_State *L)
 
 static int tree_cache_phase(lua_State *L)
 {
-    static const char *const names[] = {"latent", "started", "closed"};
-    lua_pushstring(L, names[zkl_tree_cache_phase_of(check_cache(L))]);
+    lua_pushstring(L, zkl_tree_cache_phase_names[zkl_tree_cache_phase_of(check_cache(L))]);
     return 1;
 }
 

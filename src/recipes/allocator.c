@@ -21,7 +21,7 @@
 #include "allocator_private.h"
 #include "common.h"
 
-enum { MAX_ENSURE_ROUNDS = 10, MAX_PACKET = 1024 * 1024 - 1, REQUEST_FRAMING = 128 };
+enum { MAX_PACKET = 1024 * 1024 - 1, REQUEST_FRAMING = 128 };
 
 static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
@@ -69,14 +69,13 @@ static uint64_t counted(zkl_allocator *a, uint64_t id, int watch)
     return id;
 }
 
-static int is_connection_rc(int rc)
-{
-    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
-}
+static int is_connection_rc(int rc) { return zkl_rc_triage(rc) == ZKL_RC_RETRY; }
 
+/* The session is gone or stopped: the state listener decides (LOST, or the stop). */
 static int is_session_rc(int rc)
 {
-    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING || rc == ZAUTHFAILED;
+    zkl_rc_kind kind = zkl_rc_triage(rc);
+    return kind == ZKL_RC_LOST || kind == ZKL_RC_CLOSED;
 }
 
 static int member_cmp(const void *pa, const void *pb)
@@ -392,7 +391,7 @@ static int own_member_node(const zkl_allocator *a, const zkl_event *ev)
 
 static void ensure_again(zkl_allocator *a)
 {
-    if (++a->ensure_rounds > MAX_ENSURE_ROUNDS)
+    if (++a->ensure_rounds > ZKL_RETRY_LIMIT)
         fail_join(a, ZNONODE); /* someone keeps deleting the path */
     else
         a->jstep = JOIN_ENSURE;

@@ -22,7 +22,6 @@
 #include "allocator_private.h"
 #include "common.h"
 
-enum { MAX_ENSURE_ROUNDS = 10 };
 
 /* ---------------------------------------------------------------- the table */
 
@@ -344,7 +343,7 @@ static void created(item_rec *r, const zkl_event *ev)
         break;
     case ZNONODE: /* the owners path is missing: make it, then create again */
         r->st = CLAIM_NONE;
-        if (++r->ensure_rounds > MAX_ENSURE_ROUNDS) {
+        if (++r->ensure_rounds > ZKL_RETRY_LIMIT) {
             r->failed = ZNONODE;
         } else {
             uint64_t last;
@@ -400,14 +399,11 @@ static void deleted(item_rec *r, const zkl_event *ev)
 
 static void on_item_op(item_rec *r, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_LOST:
+    case ZKL_RC_CLOSED:
         return; /* the state listener hears LOST and resets every record */
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT: /* unknown outcome: read the node before anything else */
+    case ZKL_RC_RETRY: /* unknown outcome: read the node before anything else */
         r->unsure = 1;
         r->st = r->st == CLAIM_DELETING || (r->st == CLAIM_CHECKING && r->released)
                     ? CLAIM_HELD

@@ -13,7 +13,6 @@
 #include "../core/ops.h"
 #include "common.h"
 
-enum { MAX_ENSURE_ROUNDS = 10 };
 
 typedef enum {
     S_NONE,
@@ -161,27 +160,24 @@ static void leave_children(zkl_barrier *b, const zkl_event *ev)
 
 static void on_op(zkl_barrier *b, const zkl_event *ev)
 {
-    if (b->step == S_CLEANUP && ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
-        ev->rc != ZSESSIONEXPIRED && ev->rc != ZINVALIDSTATE) {
+    zkl_rc_kind kind = zkl_rc_triage(ev->rc);
+    if (b->step == S_CLEANUP && (kind == ZKL_RC_ANSWER || kind == ZKL_RC_CLOSED)) {
         b->step = S_NONE; /* deleted, or nothing more to try: the outcome stays */
         b->parked = 0;
         return;
     }
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (kind) {
+    case ZKL_RC_CLOSED:
         finish(b, ZKL_BARRIER_FAILED, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         b->parked = 1; /* LOST follows and decides */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         b->watch_id = 0;
         go(b, b->step == S_ENSURE ? S_CREATE_OWN : b->step);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     int rc = ev->rc;
@@ -199,7 +195,7 @@ static void on_op(zkl_barrier *b, const zkl_event *ev)
     case S_CREATE_OWN:
         if (rc == ZOK || rc == ZNODEEXISTS)
             go(b, S_EXISTS_READY);
-        else if (rc == ZNONODE && ++b->ensure_rounds <= MAX_ENSURE_ROUNDS)
+        else if (rc == ZNONODE && ++b->ensure_rounds <= ZKL_RETRY_LIMIT)
             go(b, S_ENSURE);
         else
             finish(b, ZKL_BARRIER_FAILED, rc);

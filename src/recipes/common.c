@@ -88,3 +88,20 @@ int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *a
     free(buf);
     return 0;
 }
+
+zkl_rc_kind zkl_rc_triage(int rc)
+{
+    switch (rc) {
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+        return ZKL_RC_RETRY;
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:
+        return ZKL_RC_LOST;
+    case ZCLOSING:
+    case ZAUTHFAILED:
+        return ZKL_RC_CLOSED;
+    default:
+        return ZKL_RC_ANSWER;
+    }
+}

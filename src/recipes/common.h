@@ -1,6 +1,7 @@
 /*
  * common.h — the small helpers every recipe needs: a uuid4 for a node name, a child's path,
- * and the creates that make a recipe's path (with its parents) when it is missing.
+ * the creates that make a recipe's path (with its parents) when it is missing, the one triage
+ * of a ZooKeeper rc every recipe's op handler starts with, and the one retry limit.
  *
  * Guarantees: nothing here keeps state or calls Lua; zkl_uuid4_hex() fills out only on
  * success; zkl_join_path() never doubles the slash under "/"; zkl_create_path() submits its
@@ -14,6 +15,23 @@
 #include "../core/session.h"
 
 enum { ZKL_UUID_HEX_LEN = 32 };
+
+/* The one retry limit: how many times a recipe redoes a round the server refused for a reason
+ * another client may cause (a create finds a parent deleted meanwhile and makes the path again,
+ * a transaction is refused and checked again) before it fails with the server's rc. */
+enum { ZKL_RETRY_LIMIT = 10 };
+
+/* What a recipe does with the rc of one of its routed ops: the same four ways everywhere. */
+typedef enum {
+    ZKL_RC_ANSWER, /* the server answered (ZOK, ZNONODE, ZNODEEXISTS, ...): the step decides */
+    ZKL_RC_RETRY,  /* ZCONNECTIONLOSS, ZOPERATIONTIMEOUT: outcome unknown; redo the step (a
+                      create looks for its node first) once CONNECTED */
+    ZKL_RC_LOST,   /* ZSESSIONEXPIRED, ZINVALIDSTATE: the session is gone; park, LOST follows
+                      through the state listener and decides */
+    ZKL_RC_CLOSED  /* ZCLOSING, ZAUTHFAILED: stopped, or cannot authenticate: fail with rc */
+} zkl_rc_kind;
+
+zkl_rc_kind zkl_rc_triage(int rc);
 
 /* A random uuid4 as 32 lowercase hex digits and a NUL (Python's uuid.uuid4().hex), read from
  * /dev/urandom: 0, or -1 with errno. */

@@ -196,20 +196,17 @@ static void closed(zkl_item_queue *q, int rc)
 
 static void on_op(zkl_item_queue *q, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         closed(q, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         q->parked = 1; /* LOST follows; the step runs again on the new session */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         go(q, q->step);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     switch (q->step) {

@@ -13,14 +13,18 @@
 
 /* ---------------------------------------------------------------- UTF-8 */
 
-/* Length of the UTF-8 sequence at s (at most n bytes available), or 0 when invalid. */
-static size_t utf8_sequence(const unsigned char *s, size_t n)
+size_t zkl_utf8_decode(const char *text, size_t n, uint32_t *code_point)
 {
+    const unsigned char *s = (const unsigned char *)text;
+    if (n == 0)
+        return 0;
     unsigned c = s[0];
     size_t len;
-    unsigned min, cp;
-    if (c < 0x80)
+    uint32_t min, cp;
+    if (c < 0x80) {
+        *code_point = c;
         return 1;
+    }
     if (c >= 0xc2 && c <= 0xdf) {
         len = 2;
         min = 0x80;
@@ -45,15 +49,16 @@ static size_t utf8_sequence(const unsigned char *s, size_t n)
     }
     if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
         return 0;
+    *code_point = cp;
     return len;
 }
 
 int zkl_utf8_valid(const char *s, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
+    uint32_t cp;
     while (i < n) {
-        size_t len = utf8_sequence(p + i, n - i);
+        size_t len = zkl_utf8_decode(s + i, n - i, &cp);
         if (len == 0)
             return 0;
         i += len;
@@ -148,6 +153,7 @@ typedef struct {
     const char *p, *end;
     const char *error;
     int depth;
+    int python; /* Python's json.loads dialect (see json.h) */
 } parser;
 
 static void skip_space(parser *ps)
@@ -234,20 +240,22 @@ static int unicode_escape(parser *ps, unsigned *cp)
     unsigned hi;
     if (hex4(ps, &hi) != 0)
         return -1;
+    *cp = hi;
     if (hi >= 0xdc00 && hi <= 0xdfff)
-        return -1; /* a lone low surrogate */
-    if (hi < 0xd800 || hi > 0xdbff) {
-        *cp = hi;
+        return ps->python ? 0 : -1; /* a lone low surrogate */
+    if (hi < 0xd800 || hi > 0xdbff)
         return 0;
-    }
+    const char *after_hi = ps->p;
     unsigned lo;
-    if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
-        return -1;
-    ps->p += 2;
-    if (hex4(ps, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
-        return -1;
-    *cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-    return 0;
+    if (ps->end - ps->p >= 2 && ps->p[0] == '\\' && ps->p[1] == 'u') {
+        ps->p += 2;
+        if (hex4(ps, &lo) == 0 && lo >= 0xdc00 && lo <= 0xdfff) {
+            *cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+            return 0;
+        }
+    }
+    ps->p = after_hi; /* a lone high surrogate */
+    return ps->python ? 0 : -1;
 }
 
 /* One escape after a backslash, appended to out; returns bytes written or 0 on error. */
@@ -265,7 +273,7 @@ static size_t escape(parser *ps, char *out)
     case 't': out[0] = '\t'; return 1;
     case 'u': {
         unsigned cp;
-        if (unicode_escape(ps, &cp) != 0 || cp == 0)
+        if (unicode_escape(ps, &cp) != 0 || (cp == 0 && !ps->python))
             return 0;
         return put_utf8(out, cp);
     }
@@ -274,8 +282,8 @@ static size_t escape(parser *ps, char *out)
     }
 }
 
-/* A string (ps->p on its opening quote), malloc'd; NULL on error. */
-static char *parse_string(parser *ps)
+/* A string (ps->p on its opening quote), malloc'd, *len its length; NULL on error. */
+static char *parse_string(parser *ps, size_t *len)
 {
     ps->p++; /* the quote */
     const char *start = ps->p;
@@ -305,7 +313,8 @@ static char *parse_string(parser *ps)
             n += k;
             continue;
         }
-        size_t k = utf8_sequence((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+        uint32_t cp;
+        size_t k = zkl_utf8_decode(ps->p, (size_t)(ps->end - ps->p), &cp);
         if (k == 0) {
             free(out);
             return (char *)fail(ps, "a string is not UTF-8");
@@ -316,6 +325,7 @@ static char *parse_string(parser *ps)
     }
     ps->p++; /* the closing quote */
     out[n] = '\0';
+    *len = n;
     return out;
 }
 
@@ -347,15 +357,13 @@ static zkl_json *parse_number(parser *ps)
         while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
             ps->p++;
     }
-    char buf[64];
-    size_t n = (size_t)(ps->p - s);
-    if (n >= sizeof buf)
-        return fail(ps, "number too long");
-    memcpy(buf, s, n);
-    buf[n] = '\0';
+    char *text = strndup(s, (size_t)(ps->p - s));
+    if (!text)
+        return fail(ps, "out of memory");
     zkl_json *v = new_value(ps, ZKL_JSON_NUMBER);
     if (v)
-        v->number = strtod(buf, NULL);
+        v->number = strtod(text, NULL);
+    free(text);
     return v;
 }
 
@@ -390,7 +398,7 @@ static int append(parser *ps, zkl_json *v, zkl_json *child, char *key)
 static zkl_json *parse_container(parser *ps, int object)
 {
     char close = object ? '}' : ']';
-    if (++ps->depth > ZKL_JSON_MAX_DEPTH)
+    if (++ps->depth > (ps->python ? ZKL_JSON_PYTHON_MAX_DEPTH : ZKL_JSON_MAX_DEPTH))
         return fail(ps, "nested too deep");
     ps->p++;
     zkl_json *v = new_value(ps, object ? ZKL_JSON_OBJECT : ZKL_JSON_ARRAY);
@@ -404,10 +412,15 @@ static zkl_json *parse_container(parser *ps, int object)
     }
     for (;;) {
         char *key = NULL;
+        size_t key_len = 0;
         skip_space(ps);
         if (object) {
-            if (ps->p >= ps->end || *ps->p != '"' || !(key = parse_string(ps)))
+            if (ps->p >= ps->end || *ps->p != '"' || !(key = parse_string(ps, &key_len)))
                 break;
+            if (strlen(key) != key_len) { /* holds NUL (Python's form): matches no lookup */
+                free(key);
+                key = NULL;
+            }
             skip_space(ps);
             if (ps->p >= ps->end || *ps->p != ':') {
                 free(key);
@@ -450,7 +463,8 @@ static zkl_json *parse_value(parser *ps)
     if (c == '{' || c == '[')
         return parse_container(ps, c == '{');
     if (c == '"') {
-        char *s = parse_string(ps);
+        size_t len = 0;
+        char *s = parse_string(ps, &len);
         if (!s)
             return NULL;
         zkl_json *v = new_value(ps, ZKL_JSON_STRING);
@@ -459,7 +473,20 @@ static zkl_json *parse_value(parser *ps)
             return NULL;
         }
         v->string = s;
+        v->string_len = len;
         return v;
+    }
+    if (ps->python) { /* Python's json extensions */
+        static const char *const words[] = {"NaN", "Infinity", "-Infinity"};
+        const double values[] = {NAN, INFINITY, -INFINITY};
+        for (int i = 0; i < 3; i++) {
+            if (literal(ps, words[i])) {
+                zkl_json *v = new_value(ps, ZKL_JSON_NUMBER);
+                if (v)
+                    v->number = values[i];
+                return v;
+            }
+        }
     }
     if (c == '-' || (c >= '0' && c <= '9'))
         return parse_number(ps);
@@ -474,9 +501,9 @@ static zkl_json *parse_value(parser *ps)
     return fail(ps, "unexpected character");
 }
 
-zkl_json *zkl_json_parse(const char *text, size_t len, const char **error)
+static zkl_json *parse(const char *text, size_t len, int python, const char **error)
 {
-    parser ps = {text, text + len, NULL, 0};
+    parser ps = {text, text + len, NULL, 0, python};
     zkl_json *v = parse_value(&ps);
     if (v) {
         skip_space(&ps);
@@ -488,6 +515,16 @@ zkl_json *zkl_json_parse(const char *text, size_t len, const char **error)
     if (!v && error)
         *error = ps.error ? ps.error : "bad JSON";
     return v;
+}
+
+zkl_json *zkl_json_parse(const char *text, size_t len, const char **error)
+{
+    return parse(text, len, 0, error);
+}
+
+zkl_json *zkl_json_parse_python(const char *text, size_t len, const char **error)
+{
+    return parse(text, len, 1, error);
 }
 
 void zkl_json_free(zkl_json *v)
@@ -510,7 +547,7 @@ const zkl_json *zkl_json_get(const zkl_json *object, const char *key)
     if (!object || object->type != ZKL_JSON_OBJECT)
         return NULL;
     for (size_t i = object->count; i-- > 0;) {
-        if (strcmp(object->keys[i], key) == 0)
+        if (object->keys[i] && strcmp(object->keys[i], key) == 0)
             return object->values[i];
     }
     return NULL;

@@ -8,6 +8,11 @@
  *   strings are decoded to UTF-8 (surrogate pairs joined; a lone surrogate is an error) and
  *   a string holding "\u0000" is refused, so every decoded string is a C string.
  *   Numbers are doubles.  On error it returns NULL and names the problem; nothing leaks.
+ * - zkl_json_parse_python() reads what Python's json.loads reads (kazoo's records): also
+ *   NaN, Infinity and -Infinity, lone surrogates (kept as their 3-byte form, which never
+ *   equals valid UTF-8 text), "\u0000" in strings (string_len counts it; an object key
+ *   holding it matches no lookup), nesting to ZKL_JSON_PYTHON_MAX_DEPTH.  Its text must
+ *   be UTF-8 already (check with zkl_utf8_valid()).
  * - The writer escapes strings as JSON requires and refuses bytes that are not UTF-8, so
  *   what it writes always parses back to the same strings.  A buffer that ran out of memory
  *   stays failed (every later append is a no-op) and says so once at the end.
@@ -16,8 +21,9 @@
 #define ZKL_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-enum { ZKL_JSON_MAX_DEPTH = 16 };
+enum { ZKL_JSON_MAX_DEPTH = 16, ZKL_JSON_PYTHON_MAX_DEPTH = 64 };
 
 typedef enum {
     ZKL_JSON_NULL,
@@ -34,19 +40,25 @@ struct zkl_json {
     int boolean;
     double number;
     char *string;      /* STRING: NUL-terminated UTF-8 */
+    size_t string_len; /* STRING: its length in bytes (a "\u0000" counts, in Python's form) */
     size_t count;      /* ARRAY, OBJECT: how many members */
     zkl_json **values; /* ARRAY, OBJECT */
-    char **keys;       /* OBJECT: one per value */
+    char **keys;       /* OBJECT: one per value (NULL: a key holding NUL, Python's form) */
 };
 
 /* Parses text[0..len): the tree, or NULL with *error (a static message) set. */
 zkl_json *zkl_json_parse(const char *text, size_t len, const char **error);
+/* The same, reading Python's json.loads dialect (see the top). */
+zkl_json *zkl_json_parse_python(const char *text, size_t len, const char **error);
 void zkl_json_free(zkl_json *v);
 /* An object's member named key (the last one when repeated), or NULL. */
 const zkl_json *zkl_json_get(const zkl_json *object, const char *key);
 
 /* Whether s[0..n) is UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */
 int zkl_utf8_valid(const char *s, size_t n);
+/* The code point of the UTF-8 sequence at s (n bytes available) in *cp: its length in bytes,
+ * or 0 when it is not valid UTF-8 (as zkl_utf8_valid judges). */
+size_t zkl_utf8_decode(const char *s, size_t n, uint32_t *cp);
 
 typedef struct {
     char *data; /* NUL-terminated while not failed */

@@ -1,376 +1,25 @@
 /*
- * lease_record.c — see lease_record.h.  A small JSON reader (enough of json.loads to read
- * any record a kazoo or zklua process wrote, and to refuse what kazoo would refuse), the
- * json.dumps writer for the one record shape, and UTC calendar arithmetic.
+ * lease_record.c — see lease_record.h.  The record is read with json.c in Python's dialect
+ * (zkl_json_parse_python: what json.loads reads), written by json.dumps's rules for its one
+ * shape (ensure_ascii escapes), and its time converted by UTC calendar arithmetic.
  */
 #include "lease_record.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_DEPTH = 64, SECONDS_PER_DAY = 86400 };
+enum { SECONDS_PER_DAY = 86400 };
 
-/* ---------------------------------------------------------------- UTF-8 */
+/* ---------------------------------------------------------------- reading */
 
-/* Decodes the code point at s (len bytes left): its length in bytes, or 0 if invalid. */
-static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
+/* A string field's text moved out of the tree into *field. */
+static void take_string(zkl_json *v, char **field, size_t *len)
 {
-    if (len == 0)
-        return 0;
-    unsigned char c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t n;
-    uint32_t v, min;
-    if ((c & 0xe0) == 0xc0) {
-        n = 2, v = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3, v = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return n;
-}
-
-
-/* Appends cp as UTF-8 (surrogates too, as Python keeps a lone one: never equal to valid
- * UTF-8 text). */
-static size_t utf8_put(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
-/* ---------------------------------------------------------------- JSON reading */
-
-typedef enum { J_STRING, J_NUMBER, J_TRUE, J_FALSE, J_NULL, J_OTHER } json_type;
-
-typedef struct {
-    json_type type;
-    char *str; /* J_STRING: decoded, malloc'd */
-    size_t len;
-    double num; /* J_NUMBER */
-} json_value;
-
-typedef struct {
-    const char *p, *end;
-    int depth;
-    const char *why; /* the first problem found */
-} json_reader;
-
-static int fail(json_reader *j, const char *why)
-{
-    if (!j->why)
-        j->why = why;
-    return -1;
-}
-
-static void skip_space(json_reader *j)
-{
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
-        j->p++;
-}
-
-static int take_word(json_reader *j, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0)
-        return 0;
-    j->p += n;
-    return 1;
-}
-
-static int hex4(const char *p, uint32_t *v)
-{
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return -1;
-        *v = (*v << 4) | (uint32_t)d;
-    }
-    return 0;
-}
-
-/* After a backslash: decodes one escape into out; returns the bytes written, or -1. */
-static int read_escape(json_reader *j, char *out)
-{
-    if (j->p >= j->end)
-        return fail(j, "unterminated string");
-    char c = *j->p++;
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    const char *hit = c ? strchr(from, c) : NULL;
-    if (hit) {
-        out[0] = to[hit - from];
-        return 1;
-    }
-    if (c != 'u' || j->end - j->p < 4)
-        return fail(j, "bad escape in a string");
-    uint32_t cp;
-    if (hex4(j->p, &cp) != 0)
-        return fail(j, "bad \\u escape in a string");
-    j->p += 4;
-    uint32_t low;
-    if (cp >= 0xd800 && cp <= 0xdbff && j->end - j->p >= 6 && j->p[0] == '\\' &&
-        j->p[1] == 'u' && hex4(j->p + 2, &low) == 0 && low >= 0xdc00 && low <= 0xdfff) {
-        j->p += 6; /* a surrogate pair */
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-    }
-    return (int)utf8_put(out, cp);
-}
-
-/* At the opening quote: reads a string, decoded into a malloc'd *out (when out is given). */
-static int read_string(json_reader *j, char **out, size_t *len)
-{
-    j->p++; /* the quote */
-    const char *start = j->p;
-    /* decoding never grows the text: an escape of n chars yields at most n bytes */
-    char *buf = malloc((size_t)(j->end - start) + 1);
-    if (!buf)
-        return fail(j, "out of memory");
-    size_t n = 0;
-    for (;;) {
-        if (j->p >= j->end) {
-            free(buf);
-            return fail(j, "unterminated string");
-        }
-        unsigned char c = (unsigned char)*j->p;
-        if (c == '"')
-            break;
-        if (c < 0x20) {
-            free(buf);
-            return fail(j, "control character in a string");
-        }
-        j->p++;
-        if (c != '\\') {
-            buf[n++] = (char)c;
-            continue;
-        }
-        int w = read_escape(j, buf + n);
-        if (w < 0) {
-            free(buf);
-            return -1;
-        }
-        n += (size_t)w;
-    }
-    j->p++; /* the closing quote */
-    buf[n] = '\0';
-    if (out) {
-        *out = buf;
-        *len = n;
-    } else {
-        free(buf);
-    }
-    return 0;
-}
-
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static int read_number(json_reader *j, double *num)
-{
-    const char *start = j->p, *p = j->p;
-    if (p < j->end && *p == '-')
-        p++;
-    if (p >= j->end || !is_digit(*p))
-        return fail(j, "not JSON");
-    if (*p == '0') {
-        p++;
-    } else {
-        while (p < j->end && is_digit(*p))
-            p++;
-    }
-    if (p < j->end && *p == '.') {
-        p++;
-        if (p >= j->end || !is_digit(*p))
-            return fail(j, "bad number");
-        while (p < j->end && is_digit(*p))
-            p++;
-    }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= j->end || !is_digit(*p))
-            return fail(j, "bad number");
-        while (p < j->end && is_digit(*p))
-            p++;
-    }
-    char *copy = strndup(start, (size_t)(p - start));
-    if (!copy)
-        return fail(j, "out of memory");
-    *num = strtod(copy, NULL);
-    free(copy);
-    j->p = p;
-    return 0;
-}
-
-static int read_value(json_reader *j, json_value *v);
-
-/* At '{' or '[': reads a container; each member is handed to member() when given (objects
- * only), else read and dropped. */
-typedef int (*member_fn)(void *ctx, const char *key, size_t key_len, json_value *v);
-
-static int read_container(json_reader *j, member_fn member, void *ctx)
-{
-    char close = *j->p == '{' ? '}' : ']';
-    int object = close == '}';
-    if (++j->depth > MAX_DEPTH)
-        return fail(j, "nested too deeply");
-    j->p++;
-    skip_space(j);
-    if (j->p < j->end && *j->p == close) {
-        j->p++;
-        j->depth--;
-        return 0;
-    }
-    for (;;) {
-        char *key = NULL;
-        size_t key_len = 0;
-        skip_space(j);
-        if (object) {
-            if (j->p >= j->end || *j->p != '"' || read_string(j, &key, &key_len) != 0)
-                return fail(j, "expected a key in an object");
-            skip_space(j);
-            if (j->p >= j->end || *j->p != ':') {
-                free(key);
-                return fail(j, "expected ':' in an object");
-            }
-            j->p++;
-        }
-        json_value v = {0};
-        int r = read_value(j, &v);
-        if (r == 0 && member)
-            r = member(ctx, key, key_len, &v);
-        free(key);
-        free(v.str);
-        if (r != 0)
-            return -1;
-        skip_space(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            j->depth--;
-            return 0;
-        }
-        return fail(j, object ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-
-static int read_value(json_reader *j, json_value *v)
-{
-    skip_space(j);
-    if (j->p >= j->end)
-        return fail(j, "not JSON");
-    char c = *j->p;
-    if (c == '"') {
-        v->type = J_STRING;
-        return read_string(j, &v->str, &v->len);
-    }
-    if (c == '{' || c == '[') {
-        v->type = J_OTHER;
-        return read_container(j, NULL, NULL);
-    }
-    v->type = J_NUMBER; /* Python's json extensions */
-    if (take_word(j, "NaN")) {
-        v->num = NAN;
-        return 0;
-    }
-    if (take_word(j, "Infinity")) {
-        v->num = INFINITY;
-        return 0;
-    }
-    if (take_word(j, "-Infinity")) {
-        v->num = -INFINITY;
-        return 0;
-    }
-    if (take_word(j, "true")) {
-        v->type = J_TRUE;
-        return 0;
-    }
-    if (take_word(j, "false")) {
-        v->type = J_FALSE;
-        return 0;
-    }
-    if (take_word(j, "null")) {
-        v->type = J_NULL;
-        return 0;
-    }
-    return read_number(j, &v->num);
-}
-
-/* Moves a string value's text out of v into *field (freeing what was there). */
-static void keep_string(char **field, size_t *len, json_value *v)
-{
-    free(*field);
-    *field = v->str;
-    *len = v->len;
-    v->str = NULL;
-}
-
-static int record_member(void *ctx, const char *key, size_t key_len, json_value *v)
-{
-    zkl_lease_record *r = ctx;
-    int is_string = v->type == J_STRING;
-    if (key_len == 7 && memcmp(key, "version", 7) == 0) {
-        r->has_version = 1; /* Python: 1 == 1.0 == True */
-        r->version_is_one = (v->type == J_NUMBER && v->num == 1.0) || v->type == J_TRUE;
-    } else if (key_len == 6 && memcmp(key, "holder", 6) == 0) {
-        r->has_holder = 1;
-        r->holder_is_string = is_string;
-        if (is_string)
-            keep_string(&r->holder, &r->holder_len, v);
-    } else if (key_len == 3 && memcmp(key, "end", 3) == 0) {
-        r->has_end = 1;
-        r->end_is_string = is_string;
-        if (is_string)
-            keep_string(&r->end, &r->end_len, v);
-    }
-    return 0;
+    *field = v->string;
+    *len = v->string_len;
+    v->string = NULL;
 }
 
 void zkl_lease_record_clear(zkl_lease_record *r)
@@ -385,27 +34,38 @@ const char *zkl_lease_record_parse(const char *data, size_t len, zkl_lease_recor
     memset(r, 0, sizeof *r);
     if (!zkl_utf8_valid(data, len))
         return "not UTF-8";
-    json_reader j = {data, data + len, 0, NULL};
-    skip_space(&j);
-    if (j.p >= j.end || *j.p != '{') {
-        json_value v = {0}; /* read it anyway: malformed JSON is told apart from a non-object */
-        int r_value = read_value(&j, &v);
-        free(v.str);
-        return r_value != 0 ? j.why : "not a JSON object";
+    const char *why = NULL;
+    zkl_json *doc = zkl_json_parse_python(data, len, &why);
+    if (!doc)
+        return why;
+    if (doc->type != ZKL_JSON_OBJECT) {
+        zkl_json_free(doc);
+        return "not a JSON object";
     }
-    if (read_container(&j, record_member, r) != 0) {
-        zkl_lease_record_clear(r);
-        return j.why;
-    }
-    skip_space(&j);
-    if (j.p != j.end) {
-        zkl_lease_record_clear(r);
-        return "extra data after the JSON value";
-    }
+    const zkl_json *version = zkl_json_get(doc, "version");
+    zkl_json *holder = (zkl_json *)zkl_json_get(doc, "holder");
+    zkl_json *end = (zkl_json *)zkl_json_get(doc, "end");
+    r->has_version = version != NULL; /* Python: 1 == 1.0 == True */
+    r->version_is_one = version && ((version->type == ZKL_JSON_NUMBER && version->number == 1.0) ||
+                                    (version->type == ZKL_JSON_BOOL && version->boolean));
+    r->has_holder = holder != NULL;
+    r->holder_is_string = holder && holder->type == ZKL_JSON_STRING;
+    if (r->holder_is_string)
+        take_string(holder, &r->holder, &r->holder_len);
+    r->has_end = end != NULL;
+    r->end_is_string = end && end->type == ZKL_JSON_STRING;
+    if (r->end_is_string)
+        take_string(end, &r->end, &r->end_len);
+    zkl_json_free(doc);
     return NULL;
 }
 
 /* ---------------------------------------------------------------- UTC calendar */
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
 static int64_t days_from_civil(int64_t y, int m, int d)
@@ -552,10 +212,9 @@ char *zkl_lease_record_encode(const char *holder, size_t len, int64_t end, size_
     }
     size_t n = sizeof head - 1;
     memcpy(out, head, n);
-    const unsigned char *s = (const unsigned char *)holder;
     for (size_t i = 0; i < len;) {
         uint32_t cp = 0;
-        size_t step = utf8_next(s + i, len - i, &cp);
+        size_t step = zkl_utf8_decode(holder + i, len - i, &cp);
         if (step == 0) { /* cannot happen: checked above; never loop forever */
             free(out);
             errno = EILSEQ;

@@ -21,7 +21,7 @@
 #include "../core/ops.h"
 #include "common.h"
 
-enum { SEQ_DIGITS = 10, MAX_ENSURE_ROUNDS = 10 };
+enum { SEQ_DIGITS = 10 };
 
 static const char EXCLUSIVE_MARK[] = "__lock__";
 static const char SHARED_MARK[] = "__rlock__";
@@ -365,7 +365,7 @@ static void created(zkl_lock *l, const zkl_event *ev)
         step_failed(l, ev->rc);
     } else if (l->need_ensure && l->ensure_rc != ZOK && l->ensure_rc != ZNODEEXISTS) {
         step_failed(l, l->ensure_rc); /* the path itself could not be made */
-    } else if (++l->ensure_rounds > MAX_ENSURE_ROUNDS) {
+    } else if (++l->ensure_rounds > ZKL_RETRY_LIMIT) {
         step_failed(l, ZNONODE); /* someone keeps deleting the path */
     } else {
         l->need_ensure = 1;
@@ -550,17 +550,14 @@ static void session_expired(zkl_lock *l)
 
 static void on_op(zkl_lock *l, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         session_closed(l, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         l->parked = 1; /* LOST follows, and picks the step to restart from */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         if (l->step == STEP_CREATE) {
             l->create_tried = 1; /* the node may exist: look before creating again */
             go(l, STEP_FIND);
@@ -568,7 +565,7 @@ static void on_op(zkl_lock *l, const zkl_event *ev)
             go(l, l->step == STEP_WATCH ? STEP_CHECK : l->step);
         }
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     switch (l->step) {

@@ -26,7 +26,6 @@
 #include "common.h"
 #include "names.h"
 
-enum { MAX_ENSURE_ROUNDS = 10, MAX_CONSUME_TRIES = 10 };
 
 typedef enum {
     S_NONE,
@@ -275,7 +274,7 @@ static void run_step(zkl_locking_queue *q)
 
 static void ensure(zkl_locking_queue *q)
 {
-    if (++q->ensure_rounds > MAX_ENSURE_ROUNDS)
+    if (++q->ensure_rounds > ZKL_RETRY_LIMIT)
         get_failed(q, ZNONODE); /* someone keeps deleting the paths */
     else
         go(q, S_ENSURE);
@@ -451,7 +450,7 @@ static void transaction_done(zkl_locking_queue *q, const zkl_event *ev)
 {
     if (ev->rc == ZOK)
         consumed(q);
-    else if (q->consume_tries >= MAX_CONSUME_TRIES)
+    else if (q->consume_tries >= ZKL_RETRY_LIMIT)
         finish(q, ZKL_LQ_FAILED, ev->rc);
     else
         go(q, S_VERIFY_ENTRY); /* refused: what is left says why */
@@ -544,20 +543,17 @@ static void session_expired(zkl_locking_queue *q)
 
 static void on_op(zkl_locking_queue *q, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         session_closed(q, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         q->parked = 1; /* LOST follows, and decides */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         reply_lost(q);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     switch (q->step) {

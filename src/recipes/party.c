@@ -13,7 +13,6 @@
 #include "../core/ops.h"
 #include "common.h"
 
-enum { MAX_ENSURE_ROUNDS = 10 };
 
 typedef enum { STEP_NONE, STEP_CREATE, STEP_ENSURE, STEP_DELETE } party_step;
 
@@ -95,20 +94,17 @@ static void go(zkl_party *p, party_step step)
 
 static void on_op(zkl_party *p, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         settle(p, ZKL_PARTY_IDLE, p->phase == ZKL_PARTY_JOINING ? ev->rc : ZOK);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         p->parked = 1; /* LOST follows and decides */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         go(p, p->step == STEP_ENSURE ? STEP_CREATE : p->step);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     switch (p->step) {
@@ -120,7 +116,7 @@ static void on_op(zkl_party *p, const zkl_event *ev)
             settle(p, ZKL_PARTY_JOINED, ZOK);
             if (p->orphaned) /* nobody wants it any more: leave */
                 zkl_party_leave(p);
-        } else if (ev->rc == ZNONODE && ++p->ensure_rounds <= MAX_ENSURE_ROUNDS) {
+        } else if (ev->rc == ZNONODE && ++p->ensure_rounds <= ZKL_RETRY_LIMIT) {
             go(p, STEP_ENSURE);
         } else {
             settle(p, ZKL_PARTY_IDLE, ev->rc);

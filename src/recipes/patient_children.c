@@ -12,8 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/clock.h"
 #include "../core/ops.h"
 #include "../core/timers.h"
+#include "common.h"
 #include "names.h"
 
 typedef enum { S_NONE, S_READ, S_WINDOW, S_WATCHING, S_RECHECK } patient_step;
@@ -54,13 +56,6 @@ static void stop_timer(zkl_patient *w)
     w->timer_id = 0;
 }
 
-static double wall_clock_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void end_round(zkl_patient *w)
 {
     stop_timer(w);
@@ -82,7 +77,7 @@ static void fail(zkl_patient *w, int rc)
 static void saw_change(zkl_patient *w)
 {
     w->changes++;
-    w->changed_at = wall_clock_now();
+    w->changed_at = zkl_wall_clock_seconds();
     notify(w, ZKL_PATIENT_NOTIFY_CHANGED);
 }
 
@@ -157,20 +152,17 @@ static void children_read(zkl_patient *w, const zkl_event *ev)
 
 static void on_op(zkl_patient *w, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         fail(w, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         w->parked = 1; /* LOST follows and decides */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         go(w, w->step);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         children_read(w, ev);
     }
 }

@@ -27,7 +27,7 @@
 #include "common.h"
 #include "lock.h"
 
-enum { MAX_MAKE_ROUNDS = 10, MAX_STORED_SHOWN = 40 };
+enum { MAX_STORED_SHOWN = 40 };
 
 static const char MUTEX_SUFFIX[] = "-__lock__"; /* kazoo: path + "-" + "__lock__" */
 
@@ -397,7 +397,7 @@ static void made(zkl_semaphore *m, const zkl_event *ev)
         go(m, STEP_LOCK);
     } else if (ev->rc == ZNODEEXISTS) {
         go(m, STEP_READ_MAX); /* made by someone else meanwhile: check theirs */
-    } else if (ev->rc == ZNONODE && ++m->make_rounds <= MAX_MAKE_ROUNDS) {
+    } else if (ev->rc == ZNONODE && ++m->make_rounds <= ZKL_RETRY_LIMIT) {
         go(m, STEP_MAKE_PARENTS);
     } else {
         step_failed(m, ev->rc);
@@ -586,20 +586,17 @@ static void on_connection_lost(zkl_semaphore *m)
 
 static void on_op(zkl_semaphore *m, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZCLOSING:
-    case ZAUTHFAILED:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
         session_closed(m, ev->rc);
         return;
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    case ZKL_RC_LOST:
         m->parked = 1; /* LOST follows, and picks the step to restart from */
         return;
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         on_connection_lost(m);
         return;
-    default:
+    case ZKL_RC_ANSWER:
         break;
     }
     switch (m->step) {

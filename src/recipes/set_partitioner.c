@@ -21,6 +21,7 @@
 #include "../core/ops.h"
 #include "../core/timers.h"
 #include "common.h"
+#include "names.h"
 #include "lock.h"
 #include "party.h"
 
@@ -56,8 +57,7 @@ struct zkl_set_partitioner {
     int rc;
     char *conflict_item, *conflict_blocker;
 
-    char **members; /* the party's node names at the last listing, sorted */
-    int member_count;
+    zkl_names members; /* the party's node names at the last listing, sorted */
     uint64_t attempt;
     sp_item *items; /* the current attempt's items (held ones while ACQUIRED/RELEASE) */
     int item_count;
@@ -112,52 +112,6 @@ static void stop_timer(zkl_set_partitioner *sp, uint64_t *id)
     if (*id && sp->s)
         zkl_session_cancel_timer(sp->s, *id);
     *id = 0;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_members(zkl_set_partitioner *sp)
-{
-    for (int i = 0; i < sp->member_count; i++)
-        free(sp->members[i]);
-    free(sp->members);
-    sp->members = NULL;
-    sp->member_count = 0;
-}
-
-/* Sorted copies of a listing's names: 0, or -1 when out of memory. */
-static int copy_members(const zkl_event *ev, char ***out, int *count)
-{
-    int n = ev->string_count;
-    char **list = calloc(n > 0 ? (size_t)n : 1, sizeof *list);
-    if (!list)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        if ((list[i] = strdup(ev->strings[i])) == NULL) {
-            while (i-- > 0)
-                free(list[i]);
-            free(list);
-            return -1;
-        }
-    }
-    qsort(list, (size_t)n, sizeof *list, by_name);
-    *out = list;
-    *count = n;
-    return 0;
-}
-
-static int same_members(char **a, int na, char **b, int nb)
-{
-    if (na != nb)
-        return 0;
-    for (int i = 0; i < na; i++) {
-        if (strcmp(a[i], b[i]) != 0)
-            return 0;
-    }
-    return 1;
 }
 
 /* ---------------------------------------------------------------- letting go of locks */
@@ -297,7 +251,7 @@ static void check_acquired(zkl_set_partitioner *sp)
             held++;
         else if (zkl_lock_phase_of(l) != ZKL_LOCK_ACQUIRING &&
                  zkl_lock_outcome_of(l, &rc) == ZKL_LOCK_FAILED) {
-            fail(sp, rc == ZCLOSING || rc == ZAUTHFAILED ? ZKL_SP_FAILED_CLOSED
+            fail(sp, zkl_rc_triage(rc) == ZKL_RC_CLOSED ? ZKL_SP_FAILED_CLOSED
                                                           : ZKL_SP_FAILED_ERROR, rc);
             return;
         }
@@ -329,33 +283,28 @@ static void check_released(zkl_set_partitioner *sp)
 
 static void listed(zkl_set_partitioner *sp, const zkl_event *ev)
 {
-    switch (ev->rc) {
-    case ZOK:
-        break;
-    case ZCLOSING:
-    case ZAUTHFAILED:
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
+    case ZKL_RC_LOST:
         return; /* LOST follows, and fails the partitioner */
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
+    case ZKL_RC_RETRY:
         go(sp, sp->step); /* again, once connected */
         return;
-    default:
+    case ZKL_RC_ANSWER:
+        if (ev->rc == ZOK)
+            break;
         fail(sp, ZKL_SP_FAILED_ERROR, ev->rc); /* e.g. NONODE: the party's path was deleted */
         return;
     }
-    char **members;
-    int count;
-    if (copy_members(ev, &members, &count) != 0) {
+    zkl_names listing = {0};
+    if (zkl_names_copy_sorted(&listing, ev->strings, ev->string_count) != 0) {
         fail(sp, ZKL_SP_FAILED_ERROR, ZSYSTEMERROR);
         return;
     }
-    int changed = !same_members(members, count, sp->members, sp->member_count);
-    free_members(sp);
-    sp->members = members;
-    sp->member_count = count;
-    if (!bsearch(&sp->node, members, (size_t)count, sizeof *members, by_name)) {
+    int changed = !zkl_names_equal(&listing, &sp->members);
+    zkl_names_free(&sp->members);
+    sp->members = listing;
+    if (!zkl_names_contains(&sp->members, sp->node)) {
         fail(sp, ZKL_SP_FAILED_ERROR, ZNONODE); /* own member node is gone (deleted by hand) */
         return;
     }
@@ -442,7 +391,7 @@ static void destroy(zkl_set_partitioner *sp)
     free(sp->node);
     free(sp->conflict_item);
     free(sp->conflict_blocker);
-    free_members(sp);
+    zkl_names_free(&sp->members);
     free(sp->items);
     free(sp->retired);
     zkl_acl_free(&sp->acl);
@@ -515,7 +464,7 @@ static void party_progress(void *ctx)
         if (phase == ZKL_PARTY_JOINED)
             go(sp, STEP_LIST);
         else if (phase == ZKL_PARTY_IDLE)
-            fail(sp, rc == ZCLOSING || rc == ZAUTHFAILED ? ZKL_SP_FAILED_CLOSED
+            fail(sp, zkl_rc_triage(rc) == ZKL_RC_CLOSED ? ZKL_SP_FAILED_CLOSED
                                                           : ZKL_SP_FAILED_ERROR,
                  rc != ZOK ? rc : ZSYSTEMERROR);
     }
@@ -641,8 +590,8 @@ uint64_t zkl_sp_wanted(const zkl_set_partitioner *sp, char *const **members, int
 {
     if (sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_PARTITION)
         return 0;
-    *members = sp->members;
-    *count = sp->member_count;
+    *members = sp->members.items;
+    *count = sp->members.count;
     return sp->attempt;
 }
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "../core/ops.h"
+#include "common.h"
 
 enum { NODE_PENDING = 0, NODE_LIVE, NODE_DEAD };
 enum { WANT_DATA = 1, WANT_CHILDREN = 2, WANT_EXISTS = 4 };
@@ -641,18 +642,7 @@ static void children_read(zkl_tree_cache *tc, zkl_tree_node *n, const zkl_event 
 
 static int connection_failure(int rc)
 {
-    switch (rc) {
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
-    case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
-    case ZSESSIONMOVED:
-    case ZCLOSING:
-    case ZAUTHFAILED:
-        return 1;
-    default:
-        return 0;
-    }
+    return zkl_rc_triage(rc) != ZKL_RC_ANSWER || rc == ZSESSIONMOVED;
 }
 
 /* A read failed on the connection: the re-read on CONNECTED repeats it, or, when CONNECTED
