@@ -36,7 +36,7 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/counter_backoff_spec.lua spec/waker_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
-        valgrind soak docs chaos
+        valgrind soak docs chaos test-fast test-repeat
 
 all: build/zklua/core.so zklua
 
@@ -103,6 +103,27 @@ test: deps all luajit lint
 
 test-lua54: deps all
 	scripts/run-specs
+
+# The edit-test loop: every spec but the slow ones, under Lua 5.4 (about 3 minutes on a busy
+# 2-core machine).  Slow: a minute or more each, or an ensemble, nginx, valgrind, luarocks,
+# many processes or long fault windows.  make test still runs them all.
+SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum ensemble \
+              expiry_matrix nginx valgrind luarocks examples allocator_processes fuzz semaphore \
+              tree_cache set_partitioner lease election locking_queue handler_cqueues sharing \
+              session connection_retry counter_backoff cli watch allocator sandbox docs))
+FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
+test-fast: deps all
+	scripts/run-specs $(FAST_SPECS)
+
+# One spec N times in a row (flake hunting): make test-repeat SPEC=spec/lock_spec.lua N=5.
+# Every run goes to the end; the last line counts the failed runs (non-zero exit if any).
+N ?= 5
+test-repeat: deps all
+	@test -n "$(SPEC)" || { echo "usage: make test-repeat SPEC=spec/x_spec.lua [N=5]" >&2; exit 2; }
+	@failed=0; i=1; while [ $$i -le $(N) ]; do \
+		echo "== run $$i of $(N): $(SPEC)"; \
+		scripts/run-specs $(SPEC) || failed=$$((failed + 1)); i=$$((i + 1)); \
+	done; echo "test-repeat: $$failed of $(N) runs failed ($(SPEC))"; [ $$failed -eq 0 ]
 
 build/asan/obj/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)

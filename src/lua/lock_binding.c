@@ -12,14 +12,11 @@
  *   lock:fencing_token(), lock:id(), lock:inflight()
  *   core.lock_contenders({child, ...}) -> the contender names among them, in lock order
  *
- * The recipe's logic is in lock.c; lua/zklua/recipes/lock.lua waits, times out and talks to
- * the user.  SUSPENDED changes nothing here (a holder stays held, an acquire waits).  LOST is
- * seen by the C lock itself: a holder's phase turns idle, and it queues a notify event
- * (ZKL_LOCK_NOTIFY_LOST, target lock:id()) that the client hands to the Lua object, which runs
- * the on_lost callbacks; no Lua is ever called from C.  The userdata keeps its session's userdata as a
- * user value, so the session outlives the lock's memory; once the session is closed the lock
- * is told to forget it (it delivered everything before it went).  Collecting a lock frees it
- * with zkl_lock_free(): an acquire under way is abandoned in the background.
+ * The contract (SUSPENDED, LOST, stop, the notify codes) is src/recipes/lock.h's; this file
+ * only converts.  lua/zklua/recipes/lock.lua waits, times out and talks to the user; no Lua is
+ * ever called from C.  The userdata keeps its session's userdata alive (recipe_binding.h).
+ * Collecting a lock frees it with zkl_lock_free(): an acquire under way is abandoned in the
+ * background.
  */
 #include "../recipes/lock.h"
 #include "bindings.h"
