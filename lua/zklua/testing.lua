@@ -354,8 +354,11 @@ end
 -- expired session's id.  Another handle takes the session over and closes it; when zk wins
 -- the session back before that close reaches the server (it reconnects within
 -- milliseconds), the close is lost, so the takeover is repeated until zk sees LOST.
-function testing.expire_session(zk, timeout)
+-- hosts (default zk.hosts) is where the other handle connects: the server's own address
+-- when zk goes through a proxy that refuses connections (testing.proxy).
+function testing.expire_session(zk, timeout, hosts)
   timeout = timeout or 10
+  hosts = hosts or zk.hosts
   local id, passwd = zk:client_id()
   assert(id, "expire_session: the client has no session")
   local lost = false
@@ -365,7 +368,7 @@ function testing.expire_session(zk, timeout)
   zk:add_listener(on_state)
   local deadline = core.monotonic() + timeout
   while not lost and core.monotonic() < deadline do
-    take_over_and_close(zk.hosts, zk:session_timeout(), id, passwd, 2)
+    take_over_and_close(hosts, zk:session_timeout(), id, passwd, 2)
     zk.handler.wait(function() return lost end, 0.5) -- a coroutine handler yields here
   end
   if not lost then
