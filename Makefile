@@ -104,13 +104,14 @@ test: deps all luajit lint
 test-lua54: deps all
 	scripts/run-specs
 
-# The edit-test loop: every spec but the slow ones, under Lua 5.4 (about 3 minutes on a busy
+# The edit-test loop: every spec but the slow ones, under Lua 5.4 (under 3 minutes on a busy
 # 2-core machine).  Slow: a minute or more each, or an ensemble, nginx, valgrind, luarocks,
 # many processes or long fault windows.  make test still runs them all.
 SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum ensemble \
               expiry_matrix nginx valgrind luarocks examples allocator_processes fuzz semaphore \
-              tree_cache set_partitioner lease election locking_queue handler_cqueues sharing \
-              session connection_retry counter_backoff cli watch allocator sandbox docs))
+              tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
+              patient_children session connection_retry counter_backoff cli watch allocator sandbox \
+              docs))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all
 	scripts/run-specs $(FAST_SPECS)
