@@ -12,10 +12,9 @@ local function is_future(f)
   return type(f) == "table" and getmetatable(f) == Future
 end
 
--- SIGSTOPs the server and gives the signal time to stop every thread of the JVM.
+-- SIGSTOPs the server; returns once every thread of the JVM stopped (Node:pause).
 local function pause(server)
   server:node(1):pause()
-  testing.sleep(0.1)
 end
 
 local sorted = helpers.sorted

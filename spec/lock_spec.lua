@@ -404,27 +404,29 @@ describe("locks", function()
     end)
 
     it("a create whose reply was lost is adopted, not duplicated", function()
-      -- The server is frozen before the create goes out; the client gives up on the
-      -- connection, and the server (resumed then) still reads and runs the create.
-      local zk = zklua.client{ hosts = server.hosts, timeout = 4 }
+      -- Through a proxy that lets the create reach the server and holds back everything
+      -- after it: the server runs the create, the client gives up on the connection
+      -- (SUSPENDED, the proxy resumes then) and must find its node by name.
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
       zk:start()
       zk:ensure_path(path)
       local l = zk:Lock(path, "adopt")
-      local node = server:node(1)
       local states = {}
       zk:add_listener(function(state)
         states[#states + 1] = state
-        if state == "SUSPENDED" then node:resume() end
+        if state == "SUSPENDED" then proxy:resume() end
       end)
-      node:pause()
+      proxy:cut_reply("create")
       local ok, err = pcall(l.acquire, l, true, 60)
-      node:resume()
       assert.is_true(ok, tostring(err))
+      assert.is_true(proxy:status().cut, "the acquire sent no create")
       assert.are.equal("SUSPENDED", states[1])
       local list = children(zk)
       assert.are.equal(1, count_prefix(list, l.prefix))
       assert.are.same({ l.node }, list)
       zk:close()
+      proxy:stop()
     end)
 
     it("stop() while holding is a LOST; close() leaves the lock object harmless", function()

@@ -3,8 +3,9 @@
 -- (spec/fixtures/queue_child.lua) and kazoo processes (spec/fixtures/kazoo_queue.py).
 --
 -- The fault tests drive the C queue directly (core.locking_queue on a client's session) so
--- that a fault lands on a chosen step: the test runs the event loop until that step is in
--- flight (or waiting), then freezes, stops or expires.
+-- that a fault lands on a chosen step: a proxy (zklua.testing.proxy) cuts the reply to the
+-- step's request, or the test runs the event loop until that step is in flight (or
+-- waiting), then stops the server or expires the session.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
@@ -35,7 +36,6 @@ local function same_multiset(a, b)
   assert.are.same(helpers.sorted(a), helpers.sorted(b))
 end
 
-local replies_queued = helpers.replies_queued
 
 describe("LockingQueue", function()
   local server, a, b, c, path
@@ -248,25 +248,31 @@ describe("LockingQueue", function()
       assert.are.equal(a:client_id(), stat.owner_session_id) -- made on the new session
     end)
 
-    it("a claim whose create reply was lost is adopted, not duplicated", function()
-      local zk = zklua.client{ hosts = server.hosts, timeout = 4 }
+    -- A client through a proxy that lets the request of `opcode` reach the server and holds
+    -- back everything after it: the client gives up on the connection (SUSPENDED), and the
+    -- proxy resumes then.  Returns the client, its proxy and the states it went through.
+    local function client_losing_reply()
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
       zk:start()
+      local states = {}
+      zk:add_listener(function(state)
+        states[#states + 1] = state
+        if state == "SUSPENDED" then proxy:resume() end
+      end)
+      return zk, proxy, states
+    end
+
+    it("a claim whose create reply was lost is adopted, not duplicated", function()
+      local zk, proxy, states = client_losing_reply()
       local q = zk:LockingQueue(path)
       q:put("adopt me")
       q:put("second")
       local ud = core.locking_queue(zk._session, path)
-      local node = server:node(1)
-      local states = {}
-      zk:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then node:resume() end
-      end)
+      proxy:cut_reply("create") -- the claim reaches the server, its reply does not come back
       assert.is_true(ud:get())
-      testing.wait_for(function() return ud:step() == "list_taken" end, 10, "the listing")
-      replies_queued(zk._session)
-      node:pause() -- the claim goes out to a frozen server
       testing.wait_for(function() return ud:phase() ~= "getting" end, 60, "the claim")
-      node:resume()
+      assert.is_true(proxy:status().cut, "the get sent no create")
       assert.are.equal("SUSPENDED", states[1])
       assert.are.equal("holding", ud:phase())
       assert.are.equal("adopt me", ud:value())
@@ -275,33 +281,28 @@ describe("LockingQueue", function()
       assert.are.equal(ud:owner_id(), (c:get(path .. "/taken/" .. taken[1])))
       assert.are.same({ "second" }, drain(b:LockingQueue(path)))
       zk:close()
+      proxy:stop()
     end)
 
     it("a consume whose reply was lost counts as done when the item is gone", function()
-      local zk = zklua.client{ hosts = server.hosts, timeout = 4 }
-      zk:start()
+      local zk, proxy, states = client_losing_reply()
       local q = zk:LockingQueue(path)
       q:put("consume me")
       q:put("second")
       local ud = core.locking_queue(zk._session, path)
       assert.is_true(ud:get())
       testing.wait_for(function() return ud:phase() == "holding" end, 10, "the claim")
-      local node = server:node(1)
-      local states = {}
-      zk:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then node:resume() end
-      end)
-      node:pause() -- the transaction goes out to a frozen server
+      proxy:cut_reply("multi") -- the consume's transaction runs; its reply does not come back
       assert.is_true(ud:consume())
       testing.wait_for(function() return ud:phase() ~= "consuming" end, 60, "the consume")
-      node:resume()
+      assert.is_true(proxy:status().cut, "the consume sent no transaction")
       assert.are.equal("SUSPENDED", states[1])
       assert.are.same({ "consumed", 0 }, { ud:outcome() })
       assert.are.equal(1, #entries())
       assert.are.same({}, claims())
       assert.are.same({ "second" }, drain(b:LockingQueue(path)))
       zk:close()
+      proxy:stop()
     end)
 
     it("a holder whose server is down briefly keeps its item (SUSPENDED)", function()

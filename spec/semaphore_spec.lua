@@ -369,49 +369,44 @@ describe("semaphore", function()
     end)
 
     it("a lease create whose reply was lost is found again, not left behind", function()
-      -- The server is frozen between the waiter's count (answered) and its create (sent
-      -- after): the client gives up on the connection, the server (resumed then) still reads
-      -- and runs the create, and the waiter must find its node by name.
-      local zk = zklua.client{ hosts = server.hosts, timeout = 4 }
+      -- Through a proxy that, once the waiter waits for a free slot, lets its next create
+      -- (the lease node's) reach the server and holds back everything after it: the server
+      -- runs the create, the client gives up on the connection (SUSPENDED, the proxy resumes
+      -- then), and the waiter must find its node by name.
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
       zk:start()
       local holder = a:Semaphore(path, "A")
       assert.is_true(holder:acquire())
       local sem = zk:Semaphore(path, "Z")
       local ud = sem._sem
-      local node = server:node(1)
       local step_at_suspended
       zk:add_listener(function(state)
         if state == "SUSPENDED" and not step_at_suspended then
           step_at_suspended = ud:step()
-          node:resume()
+          proxy:resume()
         end
       end)
-      local function drive_zk_until(done)
-        local deadline = core.monotonic() + 30
-        while not done() do
-          assert(core.monotonic() < deadline, "timed out driving the waiter")
-          zk:dispatch(0)
-          core.sleep(0.005)
-        end
-      end
       when_queued(function()
-        drive_zk_until(function() return ud:step() == "wait" end) -- it counted: all taken
-        c:delete_async(holder.create_path)                        -- the slot frees up
-        drive_zk_until(function() return ud:step() == "count" end) -- it counts again
-        helpers.replies_queued(zk._session, 30, "the count's answer") -- answered, not handled
-        node:pause() -- the create goes out to a frozen server
+        local deadline = core.monotonic() + 30
+        while ud:step() ~= "wait" do -- it counted: all taken
+          assert(core.monotonic() < deadline, "timed out driving the waiter")
+          zk:dispatch(0.01)
+        end
+        proxy:cut_reply("create")
+        c:delete_async(holder.create_path) -- the slot frees up: the waiter creates its lease
       end)
       local ok, err = pcall(sem.acquire, sem, true, 60)
-      node:resume()
       assert.is_true(ok, tostring(err))
-      assert.is_truthy(step_at_suspended == "create" or step_at_suspended == "confirm",
-                       tostring(step_at_suspended))
+      assert.is_true(proxy:status().cut, "the waiter sent no create")
+      assert.are.equal("create", step_at_suspended)
       assert.are.same({ sem.node }, children())
       assert.are.equal(a:exists(sem.create_path).czxid, sem.fencing_token)
       assert.is_true(sem:release())
       assert.are.same({}, children())
       assert.are.same({}, children(lock_path))
       zk:close()
+      proxy:stop()
     end)
 
     it("release() while the server is down returns after a session timeout; the lease goes", function()

@@ -17,6 +17,8 @@
 --   cut_reply OPCODE       (ZooKeeper framing) the first request of that opcode a client sends
 --                          from now on is forwarded, and from that moment nothing goes down:
 --                          the request reaches the server, its reply does not reach the client
+--                          (OPCODE: a number, or create (any kind), delete, exists, get, set,
+--                          get_children, sync, multi)
 --   status                 "ok connections=N cut=0|1 accepted=N"
 --   quit                   exit
 --
@@ -39,7 +41,7 @@ end
 local clients = listener(listen_port)
 local control = listener(control_port)
 
-local mode = { up = true, down = true, delay = 0, refuse = false, cut_opcode = nil, cut = false }
+local mode = { up = true, down = true, delay = 0, refuse = false, cut_opcodes = nil, cut = false }
 local conns = {}      -- list of { client=, server=, pending = { up = {}, down = {} }, ... }
 local controllers = {} -- control connections: { sock=, buf= }
 local accepted = 0
@@ -93,7 +95,7 @@ local function scan_requests(c, data)
     if len < 0 or #c.frame < 4 + len then break end
     if c.first_frame then
       c.first_frame = false
-    elseif len >= 8 and mode.cut_opcode and int32(c.frame, 9) == mode.cut_opcode then
+    elseif len >= 8 and mode.cut_opcodes and mode.cut_opcodes[int32(c.frame, 9)] then
       hit = true
     end
     c.frame = c.frame:sub(5 + len)
@@ -131,7 +133,7 @@ local function pump(c, way)
   data = data or partial
   if data and #data > 0 then
     if way == "up" and scan_requests(c, data) then
-      mode.cut_opcode, mode.cut, mode.down = nil, true, false -- before the request goes up
+      mode.cut_opcodes, mode.cut, mode.down = nil, true, false -- before the request goes up
     end
     queue_chunk(c, way, data)
   end
@@ -144,8 +146,17 @@ local function answer(ctl, text)
   ctl.sock:settimeout(0)
 end
 
-local OPCODES = { create = 1, delete = 2, exists = 3, get = 4, set = 5, get_children = 12,
-                  sync = 9, multi = 14, create2 = 15, check = 13 }
+-- The request opcodes (ZooDefs.OpCode) by name; "create" is every kind of create.
+local OPCODES = { create = { 1, 15, 19, 21 }, delete = { 2 }, exists = { 3 }, get = { 4 },
+                  set = { 5 }, get_children = { 8, 12 }, sync = { 9 }, multi = { 14 } }
+
+local function opcode_set(name)
+  local codes = OPCODES[name] or { tonumber(name) }
+  if #codes == 0 then return nil end
+  local set = {}
+  for _, code in ipairs(codes) do set[code] = true end
+  return set
+end
 
 local function command(ctl, line)
   local verb, a = line:match("^(%S+)%s*(%S*)")
@@ -153,15 +164,15 @@ local function command(ctl, line)
     if a ~= "down" then mode.up = false end
     if a ~= "up" then mode.down = false end
   elseif verb == "resume" then
-    mode.up, mode.down, mode.delay, mode.refuse, mode.cut_opcode = true, true, 0, false, nil
+    mode.up, mode.down, mode.delay, mode.refuse, mode.cut_opcodes = true, true, 0, false, nil
   elseif verb == "delay" and tonumber(a) and tonumber(a) >= 0 then
     mode.delay = tonumber(a)
   elseif verb == "drop" then
     for _, c in ipairs(conns) do close_conn(c) end
   elseif verb == "refuse" and (a == "on" or a == "off") then
     mode.refuse = a == "on"
-  elseif verb == "cut_reply" and (tonumber(a) or OPCODES[a]) then
-    mode.cut_opcode, mode.cut = tonumber(a) or OPCODES[a], false
+  elseif verb == "cut_reply" and opcode_set(a) then
+    mode.cut_opcodes, mode.cut = opcode_set(a), false
   elseif verb == "status" then
     local open = 0
     for _, c in ipairs(conns) do if not c.closed then open = open + 1 end end
