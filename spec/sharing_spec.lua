@@ -339,6 +339,74 @@ describe("a recipe object shared by coroutines", function()
     end)
   end)
 
+  describe("the turn", function()
+    -- A holder that dies, or is dropped by its host and collected (an nginx request killed),
+    -- while it has the turn: the coroutines waiting for the turn take it over and finish.
+    -- The holder enters the turn as a recipe call does (zklua.recipes.turn) from a plain
+    -- coroutine the test resumes by hand, so it is suspended with the turn, or dies with it,
+    -- exactly where the test says.
+    local turn = require "zklua.recipes.turn"
+
+    -- A plain coroutine that enters c's turn and yields; resumed with "raise" it raises.
+    local function holder(zk, c)
+      local co = coroutine.create(function()
+        assert(turn.enter(c._turn, zk, "add", c.path))
+        if coroutine.yield("holding") == "raise" then error("killed while holding the turn") end
+      end)
+      local ok, what = coroutine.resume(co)
+      assert.is_true(ok, tostring(what))
+      assert.are.equal("holding", what)
+      return co
+    end
+
+    -- n coroutines add 1 to c; returns a function saying how many finished.
+    local function adders(env, c, n)
+      local finished = 0
+      for _ = 1, n do
+        env.spawn(function()
+          c:add(1, 30)
+          finished = finished + 1
+        end)
+      end
+      env.eventually(function() return env.handler.waiting() >= n end, 20, "the adders waiting")
+      assert.are.equal(0, finished) -- they wait for the turn the holder has
+      return function() return finished end
+    end
+
+    it("a holder that raises while it has the turn hands it on", function()
+      run(function(env)
+        local zk = env.started()
+        local c = zk:Counter(env.root .. "/n")
+        local co = holder(zk, c)
+        local finished = adders(env, c, 3)
+        local ok, err = coroutine.resume(co, "raise")
+        assert.is_false(ok)
+        assert.matches("killed while holding the turn", err)
+        assert.are.equal("dead", coroutine.status(co))
+        env.eventually(function() return finished() == 3 end, 20, "the adders")
+        assert.are.equal(3, c.value)
+        assert.are.equal(3, zk:Counter(env.root .. "/n"):get())
+      end)
+    end)
+
+    it("a holder dropped and collected while it has the turn hands it on", function()
+      run(function(env)
+        local zk = env.started()
+        local c = zk:Counter(env.root .. "/n")
+        local weak = setmetatable({}, { __mode = "v" })
+        weak[1] = holder(zk, c) -- suspended with the turn, referenced by nothing but weak
+        local finished = adders(env, c, 3)
+        collectgarbage()
+        collectgarbage()
+        assert.is_nil(weak[1], "the dropped holder was not collected")
+        env.eventually(function() return finished() == 3 end, 20, "the adders")
+        assert.are.equal(3, c.value)
+        -- and the turn is free for the next call
+        assert.are.equal(4, select(3, c:add(1, 10)))
+      end)
+    end)
+  end)
+
   describe("queues, parties and barriers", function()
     it("a shared Queue hands each item to exactly one get; gets time out in an outage",
        function()
@@ -411,6 +479,153 @@ describe("a recipe object shared by coroutines", function()
         lq:put("x")
         assert.are.equal("x", lq:get(10))
         assert.is_true(lq:consume())
+      end)
+    end)
+
+    -- Spawns each of calls in turn, each once the one before waits; returns their results
+    -- (pcall's: ok, value or error), filled in as they end.
+    local function waiting_calls(env, calls)
+      local results = {}
+      for i, call in ipairs(calls) do
+        local waiting = env.handler.waiting()
+        env.spawn(function() results[i] = { pcall(call) } end)
+        env.eventually(function() return env.handler.waiting() > waiting end)
+      end
+      return results
+    end
+
+    local function ended_with(class, result)
+      assert.is_false(result[1])
+      assert.is_true(errors.is(result[2], class), tostring(result[2]))
+    end
+
+    -- The outages below are short against the session timeout (10 s), so the session and
+    -- the calls under way survive them.
+    it("Party join/leave time out in an outage (TimeoutError), the turn counted; usable after",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local party = zk:Party(env.root .. "/party", "me")
+        party:join()
+        server:node(1):pause()
+        raises(errors.TimeoutError, party.leave, party, 0.3)
+        local leave, join
+        env.spawn(function() leave = { pcall(party.leave, party, 60) } end)
+        env.eventually(function() return env.handler.waiting() >= 1 end)
+        env.spawn(function() join = { pcall(party.join, party, 0.3) } end) -- waits for the turn
+        env.eventually(function() return join ~= nil end)
+        assert.is_false(join[1])
+        assert.is_true(errors.is(join[2], errors.TimeoutError), tostring(join[2]))
+        assert.is_nil(leave)
+        server:node(1):resume()
+        env.eventually(function() return leave ~= nil end, 30, "the leave under way")
+        -- the first leave timed out, went on and deleted the node: its answer is this one's
+        assert.are.same({ true, true }, leave)
+        party:join(20)
+        assert.are.same({ "me" }, party:members())
+        assert.is_true(party:leave(20))
+      end)
+    end)
+
+    it("LockingQueue consume/release time out in an outage; the next call gets the answer",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local lq = zk:LockingQueue(env.root .. "/lq")
+        lq:put("a")
+        lq:put("b")
+        assert.are.equal("a", lq:get(10))
+        server:node(1):pause()
+        raises(errors.TimeoutError, lq.consume, lq, 0.3)
+        raises(errors.TimeoutError, lq.release, lq, 0.3) -- waits for the consume first
+        server:node(1):resume()
+        -- the consume that timed out went on: its answer is the next consume's
+        assert.is_true(lq:consume(20))
+        assert.is_false(lq:consume(20)) -- nothing held now
+        assert.are.equal("b", lq:get(10))
+        server:node(1):pause()
+        raises(errors.TimeoutError, lq.release, lq, 0.3)
+        server:node(1):resume()
+        assert.is_true(lq:release(20))
+        assert.are.equal("b", lq:get(10)) -- handed back, claimed again
+        assert.is_true(lq:consume(20))
+        assert.are.equal(0, lq:len())
+      end)
+    end)
+
+    it("without a timeout, Party and LockingQueue calls are bounded by the client's timeout",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 2 })
+        local parties, queues = {}, {}
+        for i = 1, 2 do
+          parties[i] = zk:Party(env.root .. "/party", "p" .. i)
+          queues[i] = zk:LockingQueue(env.root .. "/lq")
+          queues[i]:put("item")
+          assert.are.equal("item", queues[i]:get(10))
+        end
+        parties[1]:join() -- to leave; parties[2] joins
+        server:node(1):pause()
+        local results = {}
+        local calls = {
+          function() return parties[1]:leave() end, function() return parties[2]:join() end,
+          function() return queues[1]:consume() end, function() return queues[2]:release() end,
+        }
+        for i, call in ipairs(calls) do
+          env.spawn(function() results[i] = { pcall(call) } end)
+        end
+        env.eventually(function()
+          return results[1] and results[2] and results[3] and results[4]
+        end)
+        for i = 1, 4 do ended_with(errors.TimeoutError, results[i]) end
+      end)
+    end)
+
+    it("stop() ends coroutines waiting in Party leave and LockingQueue consume/release",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 4 })
+        local party = zk:Party(env.root .. "/party", "me")
+        local lq = zk:LockingQueue(env.root .. "/lq")
+        party:join()
+        lq:put("x")
+        assert.are.equal("x", lq:get(10))
+        server:node(1):pause()
+        local results = waiting_calls(env, {
+          function() return party:leave(60) end,  -- its delete in flight
+          function() return party:join(60) end,   -- waits for the turn
+          function() return lq:consume(60) end,   -- its transaction in flight
+          function() return lq:release(60) end,   -- waits for the turn
+        })
+        zk:stop()
+        env.eventually(function() return #results == 4 and results[1] and results[3] end)
+        -- in flight: the member node goes with the session (leave: false, as after a LOST);
+        -- the consume's transaction is failed by the stop (ZCLOSING)
+        assert.are.same({ true, false }, results[1])
+        ended_with(errors.ConnectionClosedError, results[3])
+        ended_with(errors.ConnectionClosedError, results[2])
+        ended_with(errors.ConnectionClosedError, results[4])
+      end)
+    end)
+
+    it("a refused auth (AUTH_FAILED) ends every waiting call with AuthFailedError", function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local lq = zk:LockingQueue(env.root .. "/lq")
+        local lock = zk:Lock(env.root .. "/lock", "shared")
+        assert.is_true(other:Lock(env.root .. "/lock", "blocker"):acquire())
+        local results = waiting_calls(env, {
+          function() return lq:get() end,        -- waits for an item, with the turn
+          function() return lq:consume(60) end,  -- waits for the turn
+          function() return lock:acquire() end,  -- waits for the blocker, with the turn
+          function() return lock:acquire(true, 60) end, -- waits for the turn
+        })
+        local err = select(2, pcall(zk.add_auth, zk, "bogus", ":"))
+        assert.is_true(errors.is(err, errors.AuthFailedError), tostring(err))
+        env.eventually(function()
+          return results[1] and results[2] and results[3] and results[4]
+        end)
+        for i = 1, 4 do ended_with(errors.AuthFailedError, results[i]) end
       end)
     end)
 

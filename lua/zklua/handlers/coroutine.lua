@@ -35,6 +35,8 @@ local errors = require "zklua.errors"
 
 local handlers = {}
 
+local WEAK = { __mode = "v" } -- a waiter does not keep its coroutine alive
+
 --- How often (s) the poller looks at the waiting coroutines even without an event: another
 -- coroutine may change what a waiter waits for without an event (lock:cancel()).
 local DEFAULT_RECHECK = 0.1
@@ -87,9 +89,14 @@ function handlers.new(host)
   end
 
   -- Signals every waiter whose condition holds (or whose condition raised: it re-raises it).
+  -- A waiter whose coroutine died or was collected (its host dropped it: an nginx request
+  -- killed) is forgotten.
   local function wake_ready()
     for waiter in pairs(waiters) do
-      if not waiter.woken then
+      local co = waiter.owner[1]
+      if co == nil or coroutine.status(co) == "dead" then
+        waiters[waiter] = nil
+      elseif not waiter.woken then
         local ok, done = pcall(waiter.done)
         if not ok or done then
           waiter.woken = true
@@ -245,7 +252,8 @@ function handlers.new(host)
       poller = nil -- a callback run by the poller waits: polling goes on in a new coroutine
     end
     flush_all()
-    local waiter = { done = done, signal = host.new_signal(), woken = false }
+    local waiter = { done = done, signal = host.new_signal(), woken = false,
+                     owner = setmetatable({ coroutine.running() }, WEAK) }
     waiters[waiter] = true
     wake_ready() -- the caller may have changed what others wait for
     spawn_poller()

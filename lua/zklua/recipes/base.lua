@@ -16,6 +16,9 @@
 --   has the turn next, raises CancelledError; `cancelled` says a cancel is pending.
 -- * with(fn, ...): acquires, runs fn, releases even when fn raises; fn never runs without
 --   the lock (an acquire that raises, is cancelled or did not get it raises).
+-- * SUSPENDED and LOST: what they do to a recipe is its own (its C header, src/recipes/*.h);
+--   the base adds only that no wait outlives the client: stop()/close() end every wait with
+--   ConnectionClosedError, AUTH_FAILED with AuthFailedError.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -48,19 +51,22 @@ function base.remaining(deadline)
 end
 
 local function closed(client)
-  return client._stopped or not client._session
+  return turn.ended(client) ~= nil
 end
 
---- Whether the client is stopped or closed.
+--- Whether the client is stopped or closed, or its auth was refused (AUTH_FAILED): no wait
+-- may go on then.
 base.closed = closed
 
---- Waits until done() or the deadline or the client is stopped/closed: "done", "timeout" or
--- "closed".
+--- Waits until done() or the deadline or the client is stopped/closed or AUTH_FAILED:
+-- "done", "timeout", "closed" or "auth_failed".
 function base.wait(self, done, deadline)
   local client = self.client
   client.handler.wait(function() return done() or closed(client) end, base.remaining(deadline))
   if done() then return "done" end
-  if closed(client) then return "closed" end
+  local ended = turn.ended(client)
+  if ended == errors.AuthFailedError then return "auth_failed" end
+  if ended then return "closed" end
   return "timeout"
 end
 
@@ -84,10 +90,16 @@ function base.raise_timeout(class, fname, path, timeout, what)
                what or fname, path, tostring(timeout)), path, { timeout = timeout })
 end
 
---- What a wait's answer ("done", "timeout", "closed") means for a call: nothing when done,
--- else its error raised.
+--- Raises AuthFailedError for fname (the client is AUTH_FAILED).
+function base.raise_auth_failed(fname, path)
+  errors.raise(errors.AuthFailedError, fname .. ": the server refused the client's auth", path)
+end
+
+--- What a wait's answer ("done", "timeout", "closed", "auth_failed") means for a call:
+-- nothing when done, else its error raised.
 function base.check_wait(state, class, fname, path, timeout, what)
   if state == "closed" then base.raise_closed(fname, path) end
+  if state == "auth_failed" then base.raise_auth_failed(fname, path) end
   if state == "timeout" then base.raise_timeout(class, fname, path, timeout, what) end
 end
 

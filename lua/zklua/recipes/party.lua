@@ -15,8 +15,9 @@
 --
 -- * join() returns once the node exists (a create repeated after a lost reply finds it and
 --   counts as joined); joining a joined party does nothing.  leave() deletes the node and
---   returns true, or false when there was none (as kazoo).  Both wait through a connection
---   loss.  members() and #party read the children (a member leaving meanwhile is skipped).
+--   returns true, or false when there was none (as kazoo).  Both take a timeout (default:
+--   the client's `timeout`; TimeoutError) and wait through a connection loss until then.
+--   members() and #party read the children (a member leaving meanwhile is skipped).
 -- * SUSPENDED (connection lost, session alive): a member stays joined (participating stays
 --   true) as its ephemeral node lives on; join/leave under way wait for the reconnection.
 -- * LOST (session expired): the ephemeral node is gone, so the member is no longer in the
@@ -26,8 +27,9 @@
 --   LOST too (on_lost runs for a joined member).
 --
 -- Sharing (zklua.recipes.base): join() and leave() from coroutines sharing one party take
--- turns (one member node per object); they wait through a connection loss and end with
--- ConnectionClosedError when the client stops.  members() and len() are independent reads.
+-- turns (one member node per object); their timeout counts the wait for the turn; they end
+-- with ConnectionClosedError when the client stops or closes and AuthFailedError when its
+-- auth is refused.  members() and len() are independent reads.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -57,60 +59,72 @@ end
 
 local join_path = require("zklua.paths").join
 
--- Waits while phase is `busy`; raises when the client went away meanwhile.
-local function wait_phase(self, fname, busy)
+-- Waits while phase is `busy` (at most until deadline); raises TimeoutError, or
+-- ConnectionClosedError / AuthFailedError when the client went away meanwhile.
+local function wait_phase(self, fname, busy, timeout, deadline)
   local ud = self._party
-  base.wait(self, function() return ud:phase() ~= busy end)
-  if ud:phase() == busy then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
-  end
+  base.check_wait(base.wait(self, function() return ud:phase() ~= busy end, deadline),
+                  errors.TimeoutError, fname, self.path, timeout)
 end
 
-local function join_in_turn(self)
+local function join_in_turn(self, timeout, deadline)
   usable(self.client, "join")
   local ud = self._party
-  if ud:phase() == "leaving" then wait_phase(self, "join", "leaving") end
-  if ud:phase() == "joining" then wait_phase(self, "join", "joining") end -- an interrupted join
+  -- an earlier join or leave that timed out (or was interrupted) finishes first
+  if ud:phase() == "leaving" then wait_phase(self, "join", "leaving", timeout, deadline) end
+  if ud:phase() == "joining" then wait_phase(self, "join", "joining", timeout, deadline) end
   local ok, why = ud:join()
   if not ok then
     if why == "joined" then return end
     errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
                  "join: cannot start (" .. why .. ")", self.path)
   end
-  wait_phase(self, "join", "joining")
+  wait_phase(self, "join", "joining", timeout, deadline)
   if ud:phase() ~= "joined" then
     error(errors.from_code(ud:rc() ~= 0 and ud:rc() or -116, self.path), 0)
   end
 end
 
-local function leave_in_turn(self)
+local function leave_in_turn(self, timeout, deadline)
   usable(self.client, "leave")
   local ud = self._party
-  if ud:phase() == "joining" then wait_phase(self, "leave", "joining") end
-  if ud:phase() == "leaving" then wait_phase(self, "leave", "leaving") end -- an interrupted leave
+  if ud:phase() == "joining" then wait_phase(self, "leave", "joining", timeout, deadline) end
+  if ud:phase() == "leaving" then -- an earlier leave timed out: its answer is this one's
+    wait_phase(self, "leave", "leaving", timeout, deadline)
+    if ud:rc() ~= 0 then error(errors.from_code(ud:rc(), self.path), 0) end
+    return ud:deleted()
+  end
   local ok, why = ud:leave()
   if not ok then
     errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
                  "leave: cannot start (" .. why .. ")", self.path)
   end
-  wait_phase(self, "leave", "leaving")
+  wait_phase(self, "leave", "leaving", timeout, deadline)
   if ud:rc() ~= 0 then error(errors.from_code(ud:rc(), self.path), 0) end
   return ud:deleted()
 end
 
---- join(): the member node exists once it returns (waits while the connection is down,
--- until stop(): ConnectionClosedError).  Coroutines sharing the party take turns.
-function Party:join()
-  usable(self.client, "join")
+local function serial(self, fname, timeout, fn)
+  timeout = check.timeout(fname, timeout)
+  usable(self.client, fname)
   self.client:_check_wait()
-  return base.serial(self, "join", nil, false, nil, join_in_turn, self)
+  if timeout == nil then timeout = self.client._timeout end
+  return base.serial_timed(self, fname, timeout, nil, errors.TimeoutError, fn, self, timeout,
+                           base.deadline(timeout))
 end
 
---- leave() -> true if the node was deleted, false if there was none.
-function Party:leave()
-  usable(self.client, "leave")
-  self.client:_check_wait()
-  return base.serial(self, "leave", nil, false, nil, leave_in_turn, self)
+--- join(timeout): the member node exists once it returns.  TimeoutError after timeout
+-- seconds (nil: the client's timeout; its wait for the object's turn included): the join
+-- goes on, and the next join() or leave() lets it finish first.  Coroutines sharing the
+-- party take turns.
+function Party:join(timeout)
+  return serial(self, "join", timeout, join_in_turn)
+end
+
+--- leave(timeout) -> true if the node was deleted, false if there was none.  TimeoutError
+-- as join().
+function Party:leave(timeout)
+  return serial(self, "leave", timeout, leave_in_turn)
 end
 
 local function member_names(self)

@@ -42,8 +42,11 @@
 -- * Delivery is AT LEAST ONCE: an item whose holder loses its session (or crashes) before
 --   consume() goes to the next consumer.  A claim whose create reply was lost is adopted,
 --   never duplicated or left behind; another consumer's claim is never deleted.
+-- * consume(timeout) and release(timeout) raise TimeoutError after timeout seconds (nil: the
+--   client's timeout); the call goes on, and the next one lets it finish and returns its answer.
 -- * SUSPENDED: a holder keeps the item (its ephemeral claim lives while the session does);
---   get, consume and release wait for the reconnection (a waiting get's watches survive it).
+--   get, consume and release wait for the reconnection (a waiting get's watches survive it),
+--   within their timeout.
 -- * LOST (session expired): the claim is gone and the item free for others: holds_lock() is
 --   false, get() claims afresh, and every on_lost(fn) runs fn(queue).  A get waiting on an
 --   empty queue starts again on the new session.  A consume under way returns true if its
@@ -250,9 +253,12 @@ function LockingQueue:put_all(values, priority)
   return put_all(self, "put_all", values, priority)
 end
 
-local function wait_phase_ends(self, phase)
+-- Waits until phase ends (at most until deadline): TimeoutError for fname then,
+-- ConnectionClosedError / AuthFailedError when the client went away.
+local function wait_phase_ends(self, fname, phase, timeout, deadline)
   local ud = self._lq
-  base.wait(self, function() return ud:phase() ~= phase end)
+  base.check_wait(base.wait(self, function() return ud:phase() ~= phase end, deadline),
+                  errors.TimeoutError, fname, self.path, timeout)
 end
 
 -- A clean-up (dropping the claim of a get that gave up) is waited for while connected; once
@@ -261,11 +267,12 @@ local function wait_cleanup(self)
   waits.until_abandoned(self.client, self._lq)
 end
 
--- An operation interrupted earlier (an error raised in its wait) finishes first.
-local function settle_earlier(self)
+-- An operation interrupted earlier (timed out, or an error raised in its wait) finishes
+-- first (within the call's deadline).
+local function settle_earlier(self, fname, timeout, deadline)
   local phase = self._lq:phase()
   if phase == "consuming" or phase == "releasing" then
-    wait_phase_ends(self, phase)
+    wait_phase_ends(self, fname, phase, timeout, deadline)
   elseif phase == "abandoning" then
     wait_cleanup(self)
   end
@@ -289,11 +296,11 @@ local function wait_get(self, deadline)
   end
 end
 
-local function locking_get(self, deadline)
+local function locking_get(self, timeout, deadline)
   local client, ud = self.client, self._lq
   usable(client, "get")
   ensure_paths(self)
-  settle_earlier(self)
+  settle_earlier(self, "get", timeout, deadline)
   if ud:phase() == "holding" then return ud:value() end
   if ud:phase() ~= "getting" then
     local started, why = ud:get()
@@ -308,56 +315,67 @@ local function locking_get(self, deadline)
   local outcome, rc = ud:outcome()
   if outcome == "gave_up" then return nil end
   if outcome == "failed" then raise_rc("get", rc, self.path) end
-  errors.raise(errors.ConnectionClosedError, "get: the client was closed", self.path)
+  base.turn.raise_ended(client, "get", self.path)
 end
 
 --- get(timeout = nil) -> the value of a claimed item, or nil when none came within timeout
--- (its wait for the object's turn included; nil: no limit, until stop()).
+-- (its wait for the object's turn included).  nil: no limit, as kazoo's get(timeout=None)
+-- (waiting for an item is what it is for); it still ends with ConnectionClosedError on
+-- stop()/close() and AuthFailedError when the client's auth is refused.
 function LockingQueue:get(timeout)
   timeout = check.timeout("get", timeout)
   usable(self.client, "get")
   self.client:_check_wait()
   local deadline = base.deadline(timeout)
   return base.serial(self, "get", deadline, false, function() return nil end, locking_get,
-                     self, deadline)
+                     self, timeout, deadline)
 end
 
 -- Runs consume or release on the held item; returns the outcome.
-local function finish_held_in_turn(self, fname, busy)
+local function finish_held_in_turn(self, fname, busy, timeout, deadline)
   local client, ud = self.client, self._lq
   usable(client, fname)
-  settle_earlier(self)
-  if ud:phase() ~= "holding" then return "not_held" end
+  local earlier = ud:phase()
+  settle_earlier(self, fname, timeout, deadline)
+  if ud:phase() ~= "holding" then
+    if earlier ~= busy then return "not_held" end
+    -- the same call timed out earlier and has now finished: its outcome is this one's
+    local outcome, rc = ud:outcome()
+    if outcome == "failed" then raise_rc(fname, rc, self.path) end
+    return outcome
+  end
   local started, why = ud[fname](ud)
   if not started then
     errors.raise(errors.ConnectionClosedError, fname .. ": cannot start (" .. why .. ")",
                  self.path)
   end
-  wait_phase_ends(self, busy)
-  if ud:phase() == busy then
-    errors.raise(errors.ConnectionClosedError, fname .. ": the client was closed", self.path)
-  end
+  wait_phase_ends(self, fname, busy, timeout, deadline)
   local outcome, rc = ud:outcome()
   if outcome == "failed" then raise_rc(fname, rc, self.path) end
   return outcome
 end
 
-local function finish_held(self, fname, busy)
+local function finish_held(self, fname, busy, timeout)
+  timeout = check.timeout(fname, timeout)
   usable(self.client, fname)
   self.client:_check_wait()
-  return base.serial(self, fname, nil, false, nil, finish_held_in_turn, self, fname, busy)
+  if timeout == nil then timeout = self.client._timeout end
+  return base.serial_timed(self, fname, timeout, nil, errors.TimeoutError, finish_held_in_turn,
+                           self, fname, busy, timeout, base.deadline(timeout))
 end
 
---- consume() -> true once the held item is deleted from the queue; false when nothing is
--- held (or its claim was lost, so the item is back in the queue).
-function LockingQueue:consume()
-  return finish_held(self, "consume", "consuming") == "consumed"
+--- consume(timeout) -> true once the held item is deleted from the queue; false when nothing
+-- is held (or its claim was lost, so the item is back in the queue).  TimeoutError after
+-- timeout seconds (nil: the client's timeout; the wait for the turn included): the delete
+-- goes on, and the next call lets it finish first.
+function LockingQueue:consume(timeout)
+  return finish_held(self, "consume", "consuming", timeout) == "consumed"
 end
 
---- release() -> true once the held item's claim is deleted (the item stays in the queue);
--- false when nothing is held.
-function LockingQueue:release()
-  local outcome = finish_held(self, "release", "releasing")
+--- release(timeout) -> true once the held item's claim is deleted (the item stays in the
+-- queue); false when nothing is held.  TimeoutError as consume().
+function LockingQueue:release(timeout)
+  local outcome = finish_held(self, "release", "releasing", timeout)
   return outcome == "released"
 end
 
