@@ -9,6 +9,9 @@
 --   local ens = testing.ensemble(3)            -- three nodes on loopback
 --   ens:node(2):stop(); ens:node(2):start(); ens:leader():pause(); ...
 --
+--   local ens = testing.ensemble(3, { partitionable = true }) -- peers talk through proxies:
+--   ens:isolate(2); ...; ens:heal()            -- node 2 cut off from the others, and back
+--
 --   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
 --   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
 --                                              -- p:drop(), p:resume() (zklua.testing.proxy)
@@ -127,8 +130,10 @@ function Node:_config()
   if #c.nodes > 1 or c.epoch then
     if #c.nodes == 1 then lines[#lines + 1] = "standaloneEnabled=false" end
     for _, n in ipairs(c.nodes) do
-      lines[#lines + 1] = string.format("server.%d=127.0.0.1:%d:%d", n.id, n.peer_port,
-                                        n.election_port)
+      local view = self.views and self.views[n.id] -- the other node, behind proxies
+      lines[#lines + 1] = string.format("server.%d=127.0.0.1:%d:%d", n.id,
+                                        view and view.peer.port or n.peer_port,
+                                        view and view.election.port or n.election_port)
     end
   end
   return table.concat(lines, "\n") .. "\n"
@@ -270,6 +275,20 @@ local function new_cluster(size, opts)
                                       dir = dir .. "/node" .. i }, Node)
     cluster.nodes[i].hosts = "127.0.0.1:" .. ports[1]
   end
+  if opts.partitionable and size > 1 then
+    -- node i reaches node j (quorum and election ports) through proxies of its own, so that
+    -- cutting the proxies between a node and the others partitions it (Cluster:isolate)
+    local proxy = require "zklua.testing.proxy"
+    for _, from in ipairs(cluster.nodes) do
+      from.views = {}
+      for _, to in ipairs(cluster.nodes) do
+        if to ~= from then
+          from.views[to.id] = { peer = proxy.new(to.peer_port, nil, taken),
+                                election = proxy.new(to.election_port, nil, taken) }
+        end
+      end
+    end
+  end
   local hosts = {}
   for i, n in ipairs(cluster.nodes) do hosts[i] = n.hosts end
   cluster.hosts = table.concat(hosts, ",")
@@ -314,9 +333,43 @@ function Cluster:hosts_with(chroot)
   return self.hosts .. chroot
 end
 
+-- Each proxy carrying traffic between node id and another node (both directions).
+local function proxies_of(cluster, id)
+  local list = {}
+  for _, n in ipairs(cluster.nodes) do
+    for to, view in pairs(n.views or {}) do
+      if n.id == id or to == id or id == nil then
+        list[#list + 1] = view.peer
+        list[#list + 1] = view.election
+      end
+    end
+  end
+  return list
+end
+
+--- Cuts node i off from the other nodes (an ensemble started with {partitionable = true}):
+-- every connection between them is closed and every new one refused, or with
+-- {silent = true} nothing is closed and nothing passes any more (as a cable pulled: the
+-- nodes notice only by their timeouts).  Its clients still reach it.  Returns once the cut
+-- took effect.
+function Cluster:isolate(i, opts)
+  assert(self.nodes[i] and self.nodes[i].views, "isolate: the ensemble is not partitionable")
+  local silent = opts and opts.silent
+  for _, p in ipairs(proxies_of(self, i)) do p:refuse(true) end
+  for _, p in ipairs(proxies_of(self, i)) do
+    if silent then p:silence("both") else p:drop() end
+  end
+end
+
+--- Ends every partition: the nodes reach each other again.
+function Cluster:heal()
+  for _, p in ipairs(proxies_of(self, nil)) do p:resume() end
+end
+
 --- Stops every node by PID and removes the temp dir.
 function Cluster:stop()
   for _, n in ipairs(self.nodes) do n:stop() end
+  for _, p in ipairs(proxies_of(self, nil)) do p:stop() end
   if self.dir and not os.getenv("ZKLUA_KEEP_SERVER_DIRS") then
     run("rm -rf " .. shell_quote(self.dir))
   end

@@ -51,15 +51,27 @@ local function command(self, line)
   return answer
 end
 
---- Starts a proxy in front of host:port (a testing node, or a port and a host).
-function proxy.new(target, host)
+-- A free loopback port not in taken (a set of ports other processes are about to bind).
+local function free_port(taken)
+  while true do
+    local port = core.free_port()
+    if not taken[port] then
+      taken[port] = true
+      return port
+    end
+  end
+end
+
+--- Starts a proxy in front of host:port (a testing node, or a port and a host).  taken: the
+-- ports it must not listen on (those it takes are added).
+function proxy.new(target, host, taken)
   local port = type(target) == "table" and target.port or target
   -- a node's host is loopback (and testing's node(i) returns a second value: not a host)
   host = type(target) == "number" and host or "127.0.0.1"
   assert(type(port) == "number", "proxy: a node or a port is needed")
   local socket = require "socket" -- luasocket: only the tests need it
-  local listen_port, control_port = core.free_port(), core.free_port()
-  while control_port == listen_port do control_port = core.free_port() end
+  taken = taken or {}
+  local listen_port, control_port = free_port(taken), free_port(taken)
   local cmd = string.format("exec lua5.4 %s %s %d %d %s %d </dev/null >/dev/null 2>&1",
     shell_quote(script_path()), OWNER_PID, listen_port, control_port, shell_quote(host), port)
   local pipe = assert(io.popen("sh -c " .. shell_quote(cmd .. " & echo $!"), "r"))
