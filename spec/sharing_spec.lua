@@ -656,4 +656,79 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("leases", function()
+    -- The internal lock's nodes under path (kazoo's Lock at the lease's path).
+    local function lock_nodes(zk, path)
+      local n = 0
+      for _, child in ipairs(zk:get_children(path)) do
+        if child:find("__lock__", 1, true) then n = n + 1 end
+      end
+      return n
+    end
+
+    it("coroutines racing for one lease: exactly one obtains it; each attempt ends", function()
+      run(function(env)
+        local zk = env.started()
+        local path = env.root .. "/lease"
+        local got, ended = {}, 0
+        for i = 1, 6 do
+          env.spawn(function()
+            local lease = zk:NonBlockingLease(path, 600, "c" .. i)
+            if lease.obtained then got[#got + 1] = i end
+            ended = ended + 1
+          end)
+        end
+        env.eventually(function() return ended == 6 end, 60, "every attempt")
+        assert.are.equal(1, #got)
+        local multi_got, multi_ended = 0, 0
+        for i = 1, 5 do
+          env.spawn(function()
+            local multi = zk:MultiNonBlockingLease(3, env.root .. "/multi", 600, "m" .. i)
+            if multi.obtained then multi_got = multi_got + 1 end
+            multi_ended = multi_ended + 1
+          end)
+        end
+        env.eventually(function() return multi_ended == 5 end, 60, "every multi attempt")
+        assert.are.equal(3, multi_got)
+        assert.are.equal(0, lock_nodes(zk, path)) -- the internal locks are released
+        for slot = 0, 2 do assert.are.equal(0, lock_nodes(zk, env.root .. "/multi/" .. slot)) end
+      end)
+    end)
+
+    it("an attempt times out in an outage (TimeoutError), the lock released after; " ..
+       "stop() ends attempts", function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local path = env.root .. "/lease"
+        local multi = env.root .. "/multi"
+        zk:ensure_path(path)
+        zk:ensure_path(multi .. "/0")
+        server:node(1):pause()
+        raises(errors.TimeoutError, zk.NonBlockingLease, zk, path, 60, "me", nil, 0.3)
+        raises(errors.TimeoutError, zk.MultiNonBlockingLease, zk, 2, multi, 60, "me", nil, 0.3)
+        server:node(1):resume()
+        env.eventually(function()
+          return lock_nodes(zk, path) == 0 and lock_nodes(zk, multi .. "/0") == 0
+        end, 20, "the abandoned attempts' lock nodes deleted")
+        assert.is_nil(zk:exists(path .. "/lease_holder")) -- abandoned before the decision
+        assert.is_true(zk:NonBlockingLease(path, 60, "me", nil, 20).obtained)
+        server:node(1):pause()
+        local results = {}
+        for i = 1, 3 do
+          env.spawn(function()
+            local result = { pcall(zk.NonBlockingLease, zk, path .. "/s", 60, "s" .. i, nil, 60) }
+            results[#results + 1] = result
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 3 end)
+        zk:stop()
+        env.eventually(function() return #results == 3 end)
+        for _, result in ipairs(results) do
+          assert.is_false(result[1])
+          assert.is_true(errors.is(result[2], errors.ConnectionClosedError), tostring(result[2]))
+        end
+      end)
+    end)
+  end)
 end)

@@ -901,14 +901,15 @@ function Client:Semaphore(path, identifier, max_leases)
 end
 
 --- A kazoo NonBlockingLease (zklua.recipes.lease): lease.obtained; time-based (seconds).
-function Client:NonBlockingLease(path, duration, identifier, utcnow)
-  return require("zklua.recipes.lease").NonBlockingLease(self, path, duration, identifier, utcnow)
+function Client:NonBlockingLease(path, duration, identifier, utcnow, timeout)
+  return require("zklua.recipes.lease").NonBlockingLease(self, path, duration, identifier, utcnow,
+                                                         timeout)
 end
 
 --- A kazoo MultiNonBlockingLease: one of count leases under path.
-function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow)
+function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow, timeout)
   return require("zklua.recipes.lease").MultiNonBlockingLease(self, count, path, duration,
-                                                              identifier, utcnow)
+                                                              identifier, utcnow, timeout)
 end
 
 --- A PartitionAllocator (zklua.recipes.allocator): divides a shared set of items among the

@@ -31,10 +31,21 @@
 --   expiry during the attempt raises ConnectionLoss or SessionExpiredError (the record may or
 --   may not have been written then, as with kazoo; renewing settles it).  The internal lock
 --   is released in every case.
+-- * Timeout (beyond kazoo, whose constructors have none): the attempt (all the slots of a
+--   MultiNonBlockingLease) takes at most timeout seconds, the trailing argument (default:
+--   the client's timeout), then raises TimeoutError; stop()/close() raise
+--   ConnectionClosedError and AUTH_FAILED AuthFailedError.  The attempt is then abandoned
+--   and its internal lock released in the background; the record may or may not have been
+--   written (renew to know).
+-- * Sharing: nothing to share.  Each constructor call is its own attempt with its own C
+--   object and returns a new lease object holding only results, so coroutines need no turn;
+--   coroutines obtaining one path exclude each other through the internal kazoo Lock, as
+--   processes do.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -90,10 +101,11 @@ local function check_utcnow(fname, utcnow)
   return utcnow or core.utcnow
 end
 
--- Runs the attempt: waits (with the client's handler), hands the C lease the time when it
--- asks, and returns the userdata once it has decided.
-local function run(client, ud, fname, utcnow)
-  local handler = client.handler
+-- Runs the attempt: waits (with the client's handler, until deadline), hands the C lease the
+-- time when it asks, and returns once it has decided.  A timeout, stop()/close() or
+-- AUTH_FAILED abandons the attempt (its internal lock is released in the background).
+local function run(self, ud, fname, utcnow, timeout, deadline)
+  local client = self.client
   local function settled()
     local phase = ud:phase()
     return phase == "needs_time" or phase == "idle" or not client._session
@@ -101,7 +113,8 @@ local function run(client, ud, fname, utcnow)
   end
   local ok, err = pcall(function()
     while true do
-      handler.wait(settled)
+      base.check_wait(base.wait(self, settled, deadline), errors.TimeoutError, fname,
+                      self.path, timeout, "the attempt")
       if ud:phase() ~= "needs_time" or not client._session then return end
       local now = utcnow()
       if type(now) ~= "number" or now ~= now or now == math.huge or now == -math.huge then
@@ -111,7 +124,7 @@ local function run(client, ud, fname, utcnow)
       ud:decide(now)
     end
   end)
-  if not ok then -- utcnow failed, or the wait was interrupted: let go of the internal lock
+  if not ok then -- utcnow failed, or the wait ended: let go of the internal lock
     ud:abandon()
     error(err, 0)
   end
@@ -136,7 +149,7 @@ local function result(self, ud, fname)
   return self
 end
 
-local function attempt(client, path, duration, identity, utcnow, fname)
+local function attempt(client, path, duration, identity, utcnow, fname, timeout, deadline)
   local session = client:_usable_session(fname)
   if client.state ~= "CONNECTED" then
     errors.raise(errors.ConnectionLoss, fname .. ": not connected (the client is " ..
@@ -149,22 +162,34 @@ local function attempt(client, path, duration, identity, utcnow, fname)
   if not started then
     errors.raise(errors.ConnectionLoss, fname .. ": not connected", path)
   end
-  run(client, ud, fname, utcnow)
+  run(self, ud, fname, utcnow, timeout, deadline)
   return result(self, ud, fname)
 end
 
---- NonBlockingLease(client, path, duration, identifier = hostname, utcnow = system clock)
-function recipes.NonBlockingLease(client, path, duration, identifier, utcnow)
+-- The timeout of an attempt (nil: the client's) and its deadline.
+local function timeout_of(client, fname, timeout)
+  timeout = check.timeout(fname, timeout)
+  if timeout == nil then timeout = client._timeout end
+  return timeout, base.deadline(timeout)
+end
+
+--- NonBlockingLease(client, path, duration, identifier = hostname, utcnow = system clock,
+-- timeout = the client's)
+function recipes.NonBlockingLease(client, path, duration, identifier, utcnow, timeout)
   local fname = "NonBlockingLease"
   check.path(fname, path)
   duration = check_duration(fname, duration)
   identifier = check_identifier(fname, identifier, path)
   utcnow = check_utcnow(fname, utcnow)
-  return attempt(client, path, duration, identifier, utcnow, fname)
+  local seconds, deadline = timeout_of(client, fname, timeout)
+  client:_check_wait()
+  return attempt(client, path, duration, identifier, utcnow, fname, seconds, deadline)
 end
 
---- MultiNonBlockingLease(client, count, path, duration, identifier = hostname, utcnow)
-function recipes.MultiNonBlockingLease(client, count, path, duration, identifier, utcnow)
+--- MultiNonBlockingLease(client, count, path, duration, identifier = hostname, utcnow,
+-- timeout = the client's: for all the slots tried)
+function recipes.MultiNonBlockingLease(client, count, path, duration, identifier, utcnow,
+                                       timeout)
   local fname = "MultiNonBlockingLease"
   if type(count) ~= "number" or count ~= math.floor(count) or count < 1 or count > MAX_COUNT then
     check.fail(fname, "count", "count must be an integer from 1 to " .. MAX_COUNT .. " (got " ..
@@ -174,12 +199,14 @@ function recipes.MultiNonBlockingLease(client, count, path, duration, identifier
   duration = check_duration(fname, duration)
   identifier = check_identifier(fname, identifier, path .. "/" .. count)
   utcnow = check_utcnow(fname, utcnow)
+  local seconds, deadline = timeout_of(client, fname, timeout)
+  client:_check_wait()
   local self = setmetatable({ client = client, count = count, path = path,
                               identifier = identifier, duration = duration, obtained = false },
                             Multi)
   for num = 0, count - 1 do
     local lease = attempt(client, join(path, string.format("%d", num)), duration, identifier,
-                          utcnow, fname)
+                          utcnow, fname, seconds, deadline)
     if lease.obtained then
       self.obtained = true
       self.lease = lease -- the slot's lease: lease.path, lease.expires
