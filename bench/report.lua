@@ -33,7 +33,8 @@ return function(info)
       "thread woken on a cold core) only ever adds CPU and wall time, so the better samples " ..
       "are the nearer to a client's own cost, and a quartile rather than the single best " ..
       "keeps one lucky run from deciding; every client is measured the same way. The notes " ..
-      "give how far the per-sample ratios to raw C spread. A sample during which the hypervisor stole more than a few percent of the " ..
+      "give how far the per-sample ratios to raw C spread. A sample during which the " ..
+      "hypervisor stole more than a few percent of the " ..
       "VM's CPU time (the steal column of /proc/stat) is run again, up to twice: stolen " ..
       "time inflates the CPU a process is charged per op by tens of percent, in bursts that " ..
       "hit one client of a sample and not the next. Before each client starts, the runner " ..

@@ -10,8 +10,8 @@ zk:set("/app/config", "v1")
 local data, stat = zk:get("/app/config")
 print(data, stat.version, stat.last_modified)
 
-zk:DataWatch("/app/config", function(data, stat)
-  print("config is now", data)
+zk:DataWatch("/app/config", function(value)
+  print("config is now", value)
 end)
 
 zk:create("/app/workers/w-", "me", { ephemeral = true, sequence = true, makepath = true })

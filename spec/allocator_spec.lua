@@ -24,12 +24,6 @@ local function items(n, prefix)
   return list
 end
 
-local function set_of(list)
-  local set = {}
-  for _, v in ipairs(list) do set[v] = true end
-  return set
-end
-
 describe("PartitionAllocator", function()
   local server, a, b, c, path, events, running
   local counter = 0

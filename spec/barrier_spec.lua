@@ -6,7 +6,6 @@
 local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
-local child = require "fixtures.child"
 local helpers = require "support.helpers"
 
 local ROOT = "/barriers"

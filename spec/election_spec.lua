@@ -4,10 +4,8 @@
 --
 -- A run() blocks its thread, so whatever must happen WHILE it waits runs from a one-shot
 -- get_children watch on the election path (as in lock_spec.lua).
-local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
-local child = require "fixtures.child"
 local helpers = require "support.helpers"
 
 local ROOT = "/elections"

@@ -1,5 +1,4 @@
 -- Error objects: kazoo's names and hierarchy, ZooKeeper's codes.
-local zklua = require "zklua"
 local testing = require "zklua.testing"
 local errors = require "zklua.errors"
 local helpers = require "support.helpers"

@@ -182,8 +182,8 @@ describe("the session of a member of every recipe expires", function()
     local p = path("patient")
     b:create(p .. "/one", "", { makepath = true })
     local watch = v:PatientChildrenWatch(p, 0.3)
-    local children, changed = watch:start():get(30)
-    assert.are.same({ "one" }, children)
+    local listed, changed = watch:start():get(30)
+    assert.are.same({ "one" }, listed)
     rows.patient = { watch = watch, changed = changed }
   end
 

@@ -188,9 +188,9 @@ describe("the cqueues handler", function()
       assert.is_nil(zk:exists(root .. "/made"))
       assert.is_false(lock.is_acquired)
       -- the lock's node, if the attempt made one, is withdrawn in the background
-      local deadline = cqueues.monotime() + 20
+      local gone_by = cqueues.monotime() + 20
       while zk:exists(root .. "/lock") and #zk:get_children(root .. "/lock") > 0 do
-        assert(cqueues.monotime() < deadline, "the lock's node stayed")
+        assert(cqueues.monotime() < gone_by, "the lock's node stayed")
         handler.sleep(0.02)
       end
       checked = true

@@ -3,7 +3,6 @@
 -- Lua 5.4; under LuaJIT numbers while they fit in 53 bits and int64 cdata beyond.  Session
 -- ids are "0x..." strings everywhere.  A real server started past epoch 2^21 (the zxid's high
 -- 32 bits) hands out zxids beyond 2^53; kazoo (Python's exact integers) reads the same nodes.
-local zklua = require "zklua"
 local compat = require "zklua.compat"
 local core = require "zklua.core"
 local testing = require "zklua.testing"

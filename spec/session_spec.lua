@@ -512,7 +512,7 @@ describe("a session on a standalone server", function()
         after = { pcall(zk.get, zk, "/") }
       end)
       -- more events queued behind the one that closes
-      for i = 1, 20 do zk:exists_async("/") end
+      for _ = 1, 20 do zk:exists_async("/") end
       observer:create("/close-from-watch", "")
       testing.wait_for(function() return fired ~= nil end, 10, "the watch")
       assert.are.equal("CHILD", fired.type)

@@ -193,7 +193,6 @@ end)
 
 describe("moves on a join and a leave (10 members x 1000 items)", function()
   local ten, eleven = members_of(10), members_of(11)
-  local figures = {}
 
   -- old: the assignment of 10 members; after: the assignment once `group` is the membership,
   -- computed with the old ownership as ctx.current.
@@ -209,7 +208,6 @@ describe("moves on a join and a leave (10 members x 1000 items)", function()
     it(name .. ": reports its moves", function()
       local _, _, join = step(name, eleven)
       local old, _, leave = step(name, without(ten, "member-04"))
-      figures[name] = { join = join, leave = leave, leaver = #old["member-04"] }
       print(string.format("%-16s join: %4d moved (ideal 1000/11 = %.1f)   leave: %4d moved " ..
                           "(ideal 1000/10 = 100; the leaver owned %d)",
                           name, join, 1000 / 11, leave, #old["member-04"]))

@@ -203,7 +203,7 @@ describe("watches", function()
       zk:create(path, "")
       local logged = {}
       local client = zklua.client{ hosts = server.hosts,
-                                   logger = function(level, msg) logged[#logged + 1] = msg end }
+                                   logger = function(_, msg) logged[#logged + 1] = msg end }
       client:start()
       local second
       client:get(path, function() error("boom in callback") end)

@@ -319,7 +319,6 @@ function Client:start(timeout)
     connected = probe:successful()
     if probe:ready() and not connected then
       -- a refused auth closes the connection: the probe fails first, AUTH_FAILED follows
-      local client = self
       self.handler.wait(function() return client.client_state == "AUTH_FAILED" end,
                         math.max(deadline - core.monotonic(), 0))
     end

@@ -21,7 +21,7 @@ function Future.new(handler, path)
                         _second = nil, exception = nil }, Future)
 end
 
-local function report(future, fn, err)
+local function report(future, err)
   local log = future._handler and future._handler.log_callback_error
   if log then log("rawlink callback", err) else io.stderr:write(tostring(err), "\n") end
 end
@@ -32,7 +32,7 @@ local function run_links(future)
   future._links = nil
   for i = 1, #links do
     local ok, err = pcall(links[i], future)
-    if not ok then report(future, links[i], err) end
+    if not ok then report(future, err) end
   end
 end
 

@@ -42,7 +42,7 @@ local function check_options(opts)
   end
   for _, name in ipairs({ "delay", "backoff", "max_delay", "deadline" }) do
     local v = opts[name]
-    if v and not (v >= 0) then
+    if v and (v ~= v or v < 0) then -- v ~= v: NaN
       errors.raise(errors.BadArgumentsError, "retry: " .. name .. " must be >= 0", nil,
                    { argument = name })
     end
