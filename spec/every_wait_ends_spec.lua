@@ -4,8 +4,9 @@
 -- AUTH_FAILED, CLOSED (stop, close) and after the connection retry policy gave up.
 --
 -- Each call that takes a bound gets one (BOUND seconds); the others are bounded by the client
--- (its session timeout).  Nothing here asserts how fast a call ends: a call that does not end
--- hangs the spec, and a call that ends with anything but a zklua error object fails it.
+-- (its session timeout, its timeout), or end when it stops (Election:run, as kazoo's).
+-- Nothing here asserts how fast a call ends: a call that does not end hangs the spec, and a
+-- call that ends with anything but a zklua error object fails it.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local errors = zklua.errors
@@ -42,14 +43,15 @@ local CALLS = {
   { "Barrier:wait", function(c) return c.barrier:wait(BOUND) end },
   { "DoubleBarrier:enter", function(c) return c.dbarrier:enter(BOUND) end },
   { "DoubleBarrier:leave", function(c) return c.dbarrier:leave(BOUND) end },
+  { "Party:join", function(c) return c.party:join(BOUND) end },
+  { "Party:leave", function(c) return c.joined:leave(BOUND) end },
+  { "Party:join (the client's timeout)", function(c) return c.party:join() end },
   { "start", function(c) return c.zk:start(BOUND) end },
 }
 
--- The calls that take no bound yet (kazoo's have none either): while the connection is down
+-- The calls that take no bound yet (kazoo's has none either): while the connection is down
 -- they wait for it, and end when the client is stopped (ConnectionClosedError).
 local UNBOUNDED = {
-  { "Party:join", function(c) return c.party:join() end },
-  { "Party:leave", function(c) return c.joined:leave() end },
   { "Election:run", function(c) return c.election:run(function() return "led" end) end },
 }
 
@@ -142,10 +144,7 @@ describe("every call that can wait ends", function()
     for i = 1, #UNBOUNDED do
       local spare = zklua.client{ hosts = proxy.hosts, timeout = TIMEOUT }
       spare:start()
-      spares[i] = { zk = spare, party = spare:Party(root .. "/party", "spare" .. i),
-                    joined = spare:Party(root .. "/joined", "spare" .. i),
-                    election = spare:Election(root .. "/election", "spare" .. i) }
-      spares[i].joined:join()
+      spares[i] = { zk = spare, election = spare:Election(root .. "/election", "spare" .. i) }
     end
   end)
 
@@ -157,8 +156,6 @@ describe("every call that can wait ends", function()
 
   it("CONNECTED: returns, or times out within the bound given", function()
     every_call_ends(ctx, set("LockTimeout", "TimeoutError", "NoNodeError"), "CONNECTED")
-    ctx.party:join()
-    assert.is_true(ctx.joined:leave())
     assert.are.same({ true, "led" }, { ctx.election:run(function() return "led" end) })
     assert.are.equal("CONNECTED", ctx.zk.state)
   end)
