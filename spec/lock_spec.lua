@@ -9,7 +9,6 @@ local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
-local child = require "fixtures.child"
 local helpers = require "support.helpers"
 
 local ROOT = "/locks"
@@ -374,23 +373,8 @@ describe("locks", function()
     end)
 
     it("release() while the server is down returns after a session timeout; the node goes", function()
-      -- (a timeout the server's stop surely fits in: a connection down for a whole session
-      -- timeout is a LOST, and the holder would have lost the lock before the release)
-      local zk = zklua.client{ hosts = server.hosts, timeout = 8 }
-      zk:start()
-      local l = zk:Lock(path, "short")
-      assert.is_true(l:acquire())
-      local node = l.node
-      server:node(1):stop()
-      testing.wait_for(function() return zk.state ~= "CONNECTED" end, 10, "the disconnection")
-      assert.is_true(l.is_acquired)
-      assert.is_true(l:release())
-      assert.is_false(l.is_acquired)
-      server:node(1):start()
-      testing.wait_for(function() return a.state == "CONNECTED" end, 20, "reconnection")
-      eventually(function() return a:exists(path .. "/" .. node) == nil end, 30, "the node to go")
-      assert.is_true(l:acquire(true, 20)) -- and the lock is usable again
-      zk:close()
+      helpers.release_while_down(server, a, function(zk) return zk:Lock(path, "short") end,
+                                 function(l) return path .. "/" .. l.node end)
     end)
 
     it("kill -9 of a holder process hands the lock over after its session timeout", function()

@@ -410,23 +410,8 @@ describe("semaphore", function()
     end)
 
     it("release() while the server is down returns after a session timeout; the lease goes", function()
-      -- (a timeout the server's stop surely fits in: a connection down for a whole session
-      -- timeout is a LOST, and the holder would have lost its lease before the release)
-      local zk = zklua.client{ hosts = server.hosts, timeout = 8 }
-      zk:start()
-      local s = zk:Semaphore(path, "short")
-      assert.is_true(s:acquire())
-      local lease = s.create_path
-      server:node(1):stop()
-      testing.wait_for(function() return zk.state ~= "CONNECTED" end, 10, "the disconnection")
-      assert.is_true(s.is_acquired)
-      assert.is_true(s:release())
-      assert.is_false(s.is_acquired)
-      server:node(1):start()
-      testing.wait_for(function() return a.state == "CONNECTED" end, 30, "reconnection")
-      eventually(function() return a:exists(lease) == nil end, 30, "the lease to go")
-      assert.is_true(s:acquire(true, 30)) -- usable again
-      zk:close()
+      helpers.release_while_down(server, a, function(zk) return zk:Semaphore(path, "short") end,
+                                 function(s) return s.create_path end)
     end)
 
     it("stop() while holding is a LOST; close() leaves the object harmless", function()

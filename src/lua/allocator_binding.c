@@ -86,59 +86,15 @@ static int allocator_leave(lua_State *L)
     return zkl_recipe_started(L, zkl_allocator_leave(check_allocator(L)), NULL);
 }
 
-static int allocator_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_allocator_phase_names[zkl_allocator_phase_of(check_allocator(L))]);
-    return 1;
-}
-
-static int allocator_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_allocator_rc(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_ready(lua_State *L)
-{
-    lua_pushboolean(L, zkl_allocator_ready(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_fresh(lua_State *L)
-{
-    lua_pushboolean(L, zkl_allocator_fresh(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_is_leader(lua_State *L)
-{
-    lua_pushboolean(L, zkl_allocator_is_leader(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_allocator_id(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_allocator_inflight(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_publish_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_allocator_publish_rc(check_allocator(L)));
-    return 1;
-}
-
-static int allocator_epoch(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_allocator_epoch(check_allocator(L)));
-    return 1;
-}
+ZKL_RECIPE_NAME(allocator_phase, check_allocator, zkl_allocator_phase_of, zkl_allocator_phase_names)
+ZKL_RECIPE_INTEGER(allocator_rc, check_allocator, zkl_allocator_rc)
+ZKL_RECIPE_BOOLEAN(allocator_ready, check_allocator, zkl_allocator_ready)
+ZKL_RECIPE_BOOLEAN(allocator_fresh, check_allocator, zkl_allocator_fresh)
+ZKL_RECIPE_BOOLEAN(allocator_is_leader, check_allocator, zkl_allocator_is_leader)
+ZKL_RECIPE_INTEGER(allocator_id, check_allocator, zkl_allocator_id)
+ZKL_RECIPE_INTEGER(allocator_inflight, check_allocator, zkl_allocator_inflight)
+ZKL_RECIPE_INTEGER(allocator_publish_rc, check_allocator, zkl_allocator_publish_rc)
+ZKL_RECIPE_INTEGER(allocator_epoch, check_allocator, zkl_allocator_epoch)
 
 static void push_strings(lua_State *L, char **list, size_t n)
 {
@@ -250,11 +206,7 @@ static int allocator_assignment(lua_State *L)
     return 3;
 }
 
-static int allocator_touch(lua_State *L)
-{
-    zkl_allocator_touch(check_allocator(L));
-    return 0;
-}
+ZKL_RECIPE_VOID(allocator_touch, check_allocator, zkl_allocator_touch)
 
 /* Appends the JSON array of the strings in the table at idx: 0, or the 1-based index of the
  * first entry that is not a good name (-1: not a table of them at all). */

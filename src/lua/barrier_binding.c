@@ -57,17 +57,8 @@ static int barrier_start(lua_State *L)
     return zkl_recipe_started(L, zkl_barrier_start(b, (zkl_barrier_op)op), NULL);
 }
 
-static int barrier_give_up(lua_State *L)
-{
-    zkl_barrier_give_up(check_barrier(L));
-    return 0;
-}
-
-static int barrier_busy(lua_State *L)
-{
-    lua_pushboolean(L, zkl_barrier_busy(check_barrier(L)));
-    return 1;
-}
+ZKL_RECIPE_VOID(barrier_give_up, check_barrier, zkl_barrier_give_up)
+ZKL_RECIPE_BOOLEAN(barrier_busy, check_barrier, zkl_barrier_busy)
 
 static int barrier_outcome(lua_State *L)
 {
@@ -78,29 +69,10 @@ static int barrier_outcome(lua_State *L)
     return 2;
 }
 
-static int barrier_entered(lua_State *L)
-{
-    lua_pushboolean(L, zkl_barrier_entered(check_barrier(L)));
-    return 1;
-}
-
-static int barrier_node(lua_State *L)
-{
-    lua_pushstring(L, zkl_barrier_node(check_barrier(L)));
-    return 1;
-}
-
-static int barrier_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_barrier_id(check_barrier(L)));
-    return 1;
-}
-
-static int barrier_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_barrier_inflight(check_barrier(L)));
-    return 1;
-}
+ZKL_RECIPE_BOOLEAN(barrier_entered, check_barrier, zkl_barrier_entered)
+ZKL_RECIPE_STRING(barrier_node, check_barrier, zkl_barrier_node)
+ZKL_RECIPE_INTEGER(barrier_id, check_barrier, zkl_barrier_id)
+ZKL_RECIPE_INTEGER(barrier_inflight, check_barrier, zkl_barrier_inflight)
 
 static const luaL_Reg barrier_methods[] = {
     {"start", barrier_start},     {"give_up", barrier_give_up}, {"busy", barrier_busy},

@@ -10,9 +10,9 @@
  *                                  (value v is names[v + 1]): phase, outcome, state, failure, event
  *
  * Guarantees: each name table below is the only one for its enum (the bindings push from it),
- * written with designated initializers (the order follows the enum) and checked at compile
- * time to name every value (_Static_assert on its count); every recipe's LOST notify is
- * checked to be core.notify.LOST.
+ * each name written once (NAME_TABLES), with designated initializers (the order follows the
+ * enum) and checked at compile time to name every value (_Static_assert on its count); every
+ * recipe's LOST notify is checked to be core.notify.LOST.
  */
 #include <zookeeper/zookeeper.h>
 
@@ -31,140 +31,84 @@
 #include "bindings.h"
 
 #define COUNT(table) ((int)(sizeof(table) / sizeof((table)[0])))
-/* A name table names every value of its enum, 0 .. last. */
-#define NAMES_ALL(table, last) \
-    _Static_assert(COUNT(table) == (last) + 1, #table " must name every value up to " #last)
 
-const char *const zkl_lock_phase_names[] = {
-    [ZKL_LOCK_IDLE] = "idle",           [ZKL_LOCK_ACQUIRING] = "acquiring",
-    [ZKL_LOCK_HELD] = "held",           [ZKL_LOCK_RELEASING] = "releasing",
-    [ZKL_LOCK_ABANDONING] = "abandoning",
-};
-NAMES_ALL(zkl_lock_phase_names, ZKL_LOCK_ABANDONING);
+/* NAME_TABLES(T): every enum whose names Lua sees, each named once, as
+ * T(recipe, kind, table, last value, [value] = "name", ...). The table is defined from it
+ * with designated initializers (the order follows the enum), checked at compile time to name
+ * every value up to `last`, and listed in core.names.<recipe>.<kind>. */
+#define NAME_TABLES(T)                                                                          \
+    T(lock, phase, zkl_lock_phase_names, ZKL_LOCK_ABANDONING, [ZKL_LOCK_IDLE] = "idle",         \
+      [ZKL_LOCK_ACQUIRING] = "acquiring", [ZKL_LOCK_HELD] = "held",                             \
+      [ZKL_LOCK_RELEASING] = "releasing", [ZKL_LOCK_ABANDONING] = "abandoning")                 \
+    T(lock, outcome, zkl_lock_outcome_names, ZKL_LOCK_FAILED, [ZKL_LOCK_PENDING] = "pending",   \
+      [ZKL_LOCK_GOT] = "got", [ZKL_LOCK_BUSY] = "busy", [ZKL_LOCK_CANCELLED] = "cancelled",     \
+      [ZKL_LOCK_GAVE_UP] = "gave_up", [ZKL_LOCK_FAILED] = "failed")                             \
+    T(semaphore, phase, zkl_semaphore_phase_names, ZKL_SEM_ABANDONING, [ZKL_SEM_IDLE] = "idle", \
+      [ZKL_SEM_ACQUIRING] = "acquiring", [ZKL_SEM_HELD] = "held",                               \
+      [ZKL_SEM_RELEASING] = "releasing", [ZKL_SEM_ABANDONING] = "abandoning")                   \
+    T(semaphore, outcome, zkl_semaphore_outcome_names, ZKL_SEM_FAILED,                          \
+      [ZKL_SEM_PENDING] = "pending", [ZKL_SEM_GOT] = "got", [ZKL_SEM_BUSY] = "busy",            \
+      [ZKL_SEM_CANCELLED] = "cancelled", [ZKL_SEM_GAVE_UP] = "gave_up",                         \
+      [ZKL_SEM_MISMATCH] = "mismatch", [ZKL_SEM_FAILED] = "failed")                             \
+    T(party, phase, zkl_party_phase_names, ZKL_PARTY_LEAVING, [ZKL_PARTY_IDLE] = "idle",        \
+      [ZKL_PARTY_JOINING] = "joining", [ZKL_PARTY_JOINED] = "joined",                           \
+      [ZKL_PARTY_LEAVING] = "leaving")                                                          \
+    T(barrier, outcome, zkl_barrier_outcome_names, ZKL_BARRIER_FAILED,                          \
+      [ZKL_BARRIER_PENDING] = "pending", [ZKL_BARRIER_DONE] = "done",                           \
+      [ZKL_BARRIER_GAVE_UP] = "gave_up", [ZKL_BARRIER_FAILED] = "failed")                       \
+    T(counter, outcome, zkl_counter_outcome_names, ZKL_COUNTER_OVERFLOW,                        \
+      [ZKL_COUNTER_OK] = "ok", [ZKL_COUNTER_FAILED] = "failed",                                 \
+      [ZKL_COUNTER_BAD_DATA] = "bad_data", [ZKL_COUNTER_OVERFLOW] = "overflow")                 \
+    T(lease, phase, zkl_lease_phase_names, ZKL_LEASE_FINISHING, [ZKL_LEASE_IDLE] = "idle",      \
+      [ZKL_LEASE_WORKING] = "working", [ZKL_LEASE_NEEDS_TIME] = "needs_time",                   \
+      [ZKL_LEASE_FINISHING] = "finishing")                                                      \
+    T(lease, outcome, zkl_lease_outcome_names, ZKL_LEASE_FAILED,                                \
+      [ZKL_LEASE_PENDING] = "pending", [ZKL_LEASE_OBTAINED] = "obtained",                       \
+      [ZKL_LEASE_HELD_ELSEWHERE] = "held_elsewhere",                                            \
+      [ZKL_LEASE_OTHER_VERSION] = "other_version", [ZKL_LEASE_BAD_RECORD] = "bad_record",       \
+      [ZKL_LEASE_ABANDONED] = "abandoned", [ZKL_LEASE_FAILED] = "failed")                       \
+    T(locking_queue, phase, zkl_locking_queue_phase_names, ZKL_LQ_ABANDONING,                   \
+      [ZKL_LQ_IDLE] = "idle", [ZKL_LQ_GETTING] = "getting", [ZKL_LQ_HOLDING] = "holding",       \
+      [ZKL_LQ_CONSUMING] = "consuming", [ZKL_LQ_RELEASING] = "releasing",                       \
+      [ZKL_LQ_ABANDONING] = "abandoning")                                                       \
+    T(locking_queue, outcome, zkl_locking_queue_outcome_names, ZKL_LQ_FAILED,                   \
+      [ZKL_LQ_PENDING] = "pending", [ZKL_LQ_GOT] = "got", [ZKL_LQ_CONSUMED] = "consumed",       \
+      [ZKL_LQ_RELEASED] = "released", [ZKL_LQ_NOT_HELD] = "not_held",                           \
+      [ZKL_LQ_GAVE_UP] = "gave_up", [ZKL_LQ_FAILED] = "failed")                                 \
+    T(item_queue, phase, zkl_item_queue_phase_names, ZKL_ITEM_QUEUE_GETTING,                    \
+      [ZKL_ITEM_QUEUE_IDLE] = "idle", [ZKL_ITEM_QUEUE_GETTING] = "getting")                     \
+    T(item_queue, outcome, zkl_item_queue_outcome_names, ZKL_ITEM_QUEUE_FAILED,                 \
+      [ZKL_ITEM_QUEUE_PENDING] = "pending", [ZKL_ITEM_QUEUE_GOT] = "got",                       \
+      [ZKL_ITEM_QUEUE_EMPTY] = "empty", [ZKL_ITEM_QUEUE_FAILED] = "failed")                     \
+    T(patient_children, phase, zkl_patient_phase_names, ZKL_PATIENT_SETTLED,                    \
+      [ZKL_PATIENT_IDLE] = "idle", [ZKL_PATIENT_SETTLING] = "settling",                         \
+      [ZKL_PATIENT_SETTLED] = "settled")                                                        \
+    T(allocator, phase, zkl_allocator_phase_names, ZKL_ALLOCATOR_LEAVING,                       \
+      [ZKL_ALLOCATOR_IDLE] = "idle", [ZKL_ALLOCATOR_JOINING] = "joining",                       \
+      [ZKL_ALLOCATOR_RUNNING] = "running", [ZKL_ALLOCATOR_LEAVING] = "leaving")                 \
+    T(set_partitioner, state, zkl_sp_state_names, ZKL_SP_FAILURE,                               \
+      [ZKL_SP_ALLOCATING] = "ALLOCATING", [ZKL_SP_ACQUIRED] = "ACQUIRED",                       \
+      [ZKL_SP_RELEASE] = "RELEASE", [ZKL_SP_FAILURE] = "FAILURE")                               \
+    T(set_partitioner, failure, zkl_sp_failure_names, ZKL_SP_FAILED_PARTITION,                  \
+      [ZKL_SP_NOT_FAILED] = "none", [ZKL_SP_FAILED_LOST] = "lost",                              \
+      [ZKL_SP_FAILED_CLOSED] = "closed", [ZKL_SP_FAILED_FINISHED] = "finished",                 \
+      [ZKL_SP_FAILED_CONFLICT] = "conflict", [ZKL_SP_FAILED_ERROR] = "error",                   \
+      [ZKL_SP_FAILED_PARTITION] = "partition")                                                  \
+    T(tree_cache, phase, zkl_tree_cache_phase_names, ZKL_TREE_CLOSED,                           \
+      [ZKL_TREE_LATENT] = "latent", [ZKL_TREE_STARTED] = "started",                             \
+      [ZKL_TREE_CLOSED] = "closed")                                                             \
+    T(tree_cache, event, zkl_tree_event_names, ZKL_TREE_FAULT,                                  \
+      [ZKL_TREE_NODE_ADDED] = "NODE_ADDED", [ZKL_TREE_NODE_UPDATED] = "NODE_UPDATED",           \
+      [ZKL_TREE_NODE_REMOVED] = "NODE_REMOVED",                                                 \
+      [ZKL_TREE_CONNECTION_SUSPENDED] = "CONNECTION_SUSPENDED",                                 \
+      [ZKL_TREE_CONNECTION_RECONNECTED] = "CONNECTION_RECONNECTED",                             \
+      [ZKL_TREE_CONNECTION_LOST] = "CONNECTION_LOST", [ZKL_TREE_INITIALIZED] = "INITIALIZED",   \
+      [ZKL_TREE_FAULT] = "FAULT")
 
-const char *const zkl_lock_outcome_names[] = {
-    [ZKL_LOCK_PENDING] = "pending",     [ZKL_LOCK_GOT] = "got",
-    [ZKL_LOCK_BUSY] = "busy",           [ZKL_LOCK_CANCELLED] = "cancelled",
-    [ZKL_LOCK_GAVE_UP] = "gave_up",     [ZKL_LOCK_FAILED] = "failed",
-};
-NAMES_ALL(zkl_lock_outcome_names, ZKL_LOCK_FAILED);
-
-const char *const zkl_semaphore_phase_names[] = {
-    [ZKL_SEM_IDLE] = "idle",            [ZKL_SEM_ACQUIRING] = "acquiring",
-    [ZKL_SEM_HELD] = "held",            [ZKL_SEM_RELEASING] = "releasing",
-    [ZKL_SEM_ABANDONING] = "abandoning",
-};
-NAMES_ALL(zkl_semaphore_phase_names, ZKL_SEM_ABANDONING);
-
-const char *const zkl_semaphore_outcome_names[] = {
-    [ZKL_SEM_PENDING] = "pending",      [ZKL_SEM_GOT] = "got",
-    [ZKL_SEM_BUSY] = "busy",            [ZKL_SEM_CANCELLED] = "cancelled",
-    [ZKL_SEM_GAVE_UP] = "gave_up",      [ZKL_SEM_MISMATCH] = "mismatch",
-    [ZKL_SEM_FAILED] = "failed",
-};
-NAMES_ALL(zkl_semaphore_outcome_names, ZKL_SEM_FAILED);
-
-const char *const zkl_party_phase_names[] = {
-    [ZKL_PARTY_IDLE] = "idle",          [ZKL_PARTY_JOINING] = "joining",
-    [ZKL_PARTY_JOINED] = "joined",      [ZKL_PARTY_LEAVING] = "leaving",
-};
-NAMES_ALL(zkl_party_phase_names, ZKL_PARTY_LEAVING);
-
-const char *const zkl_barrier_outcome_names[] = {
-    [ZKL_BARRIER_PENDING] = "pending",  [ZKL_BARRIER_DONE] = "done",
-    [ZKL_BARRIER_GAVE_UP] = "gave_up",  [ZKL_BARRIER_FAILED] = "failed",
-};
-NAMES_ALL(zkl_barrier_outcome_names, ZKL_BARRIER_FAILED);
-
-const char *const zkl_counter_outcome_names[] = {
-    [ZKL_COUNTER_OK] = "ok",            [ZKL_COUNTER_FAILED] = "failed",
-    [ZKL_COUNTER_BAD_DATA] = "bad_data", [ZKL_COUNTER_OVERFLOW] = "overflow",
-};
-NAMES_ALL(zkl_counter_outcome_names, ZKL_COUNTER_OVERFLOW);
-
-const char *const zkl_lease_phase_names[] = {
-    [ZKL_LEASE_IDLE] = "idle",          [ZKL_LEASE_WORKING] = "working",
-    [ZKL_LEASE_NEEDS_TIME] = "needs_time", [ZKL_LEASE_FINISHING] = "finishing",
-};
-NAMES_ALL(zkl_lease_phase_names, ZKL_LEASE_FINISHING);
-
-const char *const zkl_lease_outcome_names[] = {
-    [ZKL_LEASE_PENDING] = "pending",    [ZKL_LEASE_OBTAINED] = "obtained",
-    [ZKL_LEASE_HELD_ELSEWHERE] = "held_elsewhere", [ZKL_LEASE_OTHER_VERSION] = "other_version",
-    [ZKL_LEASE_BAD_RECORD] = "bad_record", [ZKL_LEASE_ABANDONED] = "abandoned",
-    [ZKL_LEASE_FAILED] = "failed",
-};
-NAMES_ALL(zkl_lease_outcome_names, ZKL_LEASE_FAILED);
-
-const char *const zkl_locking_queue_phase_names[] = {
-    [ZKL_LQ_IDLE] = "idle",             [ZKL_LQ_GETTING] = "getting",
-    [ZKL_LQ_HOLDING] = "holding",       [ZKL_LQ_CONSUMING] = "consuming",
-    [ZKL_LQ_RELEASING] = "releasing",   [ZKL_LQ_ABANDONING] = "abandoning",
-};
-NAMES_ALL(zkl_locking_queue_phase_names, ZKL_LQ_ABANDONING);
-
-const char *const zkl_locking_queue_outcome_names[] = {
-    [ZKL_LQ_PENDING] = "pending",       [ZKL_LQ_GOT] = "got",
-    [ZKL_LQ_CONSUMED] = "consumed",     [ZKL_LQ_RELEASED] = "released",
-    [ZKL_LQ_NOT_HELD] = "not_held",     [ZKL_LQ_GAVE_UP] = "gave_up",
-    [ZKL_LQ_FAILED] = "failed",
-};
-NAMES_ALL(zkl_locking_queue_outcome_names, ZKL_LQ_FAILED);
-
-const char *const zkl_item_queue_phase_names[] = {
-    [ZKL_ITEM_QUEUE_IDLE] = "idle",     [ZKL_ITEM_QUEUE_GETTING] = "getting",
-};
-NAMES_ALL(zkl_item_queue_phase_names, ZKL_ITEM_QUEUE_GETTING);
-
-const char *const zkl_item_queue_outcome_names[] = {
-    [ZKL_ITEM_QUEUE_PENDING] = "pending", [ZKL_ITEM_QUEUE_GOT] = "got",
-    [ZKL_ITEM_QUEUE_EMPTY] = "empty",   [ZKL_ITEM_QUEUE_FAILED] = "failed",
-};
-NAMES_ALL(zkl_item_queue_outcome_names, ZKL_ITEM_QUEUE_FAILED);
-
-const char *const zkl_patient_phase_names[] = {
-    [ZKL_PATIENT_IDLE] = "idle",        [ZKL_PATIENT_SETTLING] = "settling",
-    [ZKL_PATIENT_SETTLED] = "settled",
-};
-NAMES_ALL(zkl_patient_phase_names, ZKL_PATIENT_SETTLED);
-
-const char *const zkl_allocator_phase_names[] = {
-    [ZKL_ALLOCATOR_IDLE] = "idle",      [ZKL_ALLOCATOR_JOINING] = "joining",
-    [ZKL_ALLOCATOR_RUNNING] = "running", [ZKL_ALLOCATOR_LEAVING] = "leaving",
-};
-NAMES_ALL(zkl_allocator_phase_names, ZKL_ALLOCATOR_LEAVING);
-
-const char *const zkl_sp_state_names[] = {
-    [ZKL_SP_ALLOCATING] = "ALLOCATING", [ZKL_SP_ACQUIRED] = "ACQUIRED",
-    [ZKL_SP_RELEASE] = "RELEASE",       [ZKL_SP_FAILURE] = "FAILURE",
-};
-NAMES_ALL(zkl_sp_state_names, ZKL_SP_FAILURE);
-
-const char *const zkl_sp_failure_names[] = {
-    [ZKL_SP_NOT_FAILED] = "none",       [ZKL_SP_FAILED_LOST] = "lost",
-    [ZKL_SP_FAILED_CLOSED] = "closed",  [ZKL_SP_FAILED_FINISHED] = "finished",
-    [ZKL_SP_FAILED_CONFLICT] = "conflict", [ZKL_SP_FAILED_ERROR] = "error",
-    [ZKL_SP_FAILED_PARTITION] = "partition",
-};
-NAMES_ALL(zkl_sp_failure_names, ZKL_SP_FAILED_PARTITION);
-
-const char *const zkl_tree_cache_phase_names[] = {
-    [ZKL_TREE_LATENT] = "latent",       [ZKL_TREE_STARTED] = "started",
-    [ZKL_TREE_CLOSED] = "closed",
-};
-NAMES_ALL(zkl_tree_cache_phase_names, ZKL_TREE_CLOSED);
-
-const char *const zkl_tree_event_names[] = {
-    [ZKL_TREE_NODE_ADDED] = "NODE_ADDED",
-    [ZKL_TREE_NODE_UPDATED] = "NODE_UPDATED",
-    [ZKL_TREE_NODE_REMOVED] = "NODE_REMOVED",
-    [ZKL_TREE_CONNECTION_SUSPENDED] = "CONNECTION_SUSPENDED",
-    [ZKL_TREE_CONNECTION_RECONNECTED] = "CONNECTION_RECONNECTED",
-    [ZKL_TREE_CONNECTION_LOST] = "CONNECTION_LOST",
-    [ZKL_TREE_INITIALIZED] = "INITIALIZED",
-    [ZKL_TREE_FAULT] = "FAULT",
-};
-NAMES_ALL(zkl_tree_event_names, ZKL_TREE_FAULT);
+#define DEFINE_NAMES(recipe, kind, table, last, ...)                                           \
+    const char *const table[] = {__VA_ARGS__};                                                  \
+    _Static_assert(COUNT(table) == (last) + 1, #table " must name every value up to " #last);
+NAME_TABLES(DEFINE_NAMES)
 
 /* ---------------------------------------------------------------- numbers */
 
@@ -246,32 +190,12 @@ static const struct {
     {"tree_cache", TREE_CACHE_NOTIFY},
 };
 
-#define NAME_TABLE(recipe, kind, table) {recipe, kind, table, COUNT(table)}
+#define LIST_NAMES(recipe, kind, table, last, ...) {#recipe, #kind, table, COUNT(table)},
 static const struct {
     const char *recipe, *kind;
     const char *const *names;
     int count;
-} NAMES[] = {
-    NAME_TABLE("lock", "phase", zkl_lock_phase_names),
-    NAME_TABLE("lock", "outcome", zkl_lock_outcome_names),
-    NAME_TABLE("semaphore", "phase", zkl_semaphore_phase_names),
-    NAME_TABLE("semaphore", "outcome", zkl_semaphore_outcome_names),
-    NAME_TABLE("party", "phase", zkl_party_phase_names),
-    NAME_TABLE("barrier", "outcome", zkl_barrier_outcome_names),
-    NAME_TABLE("counter", "outcome", zkl_counter_outcome_names),
-    NAME_TABLE("lease", "phase", zkl_lease_phase_names),
-    NAME_TABLE("lease", "outcome", zkl_lease_outcome_names),
-    NAME_TABLE("locking_queue", "phase", zkl_locking_queue_phase_names),
-    NAME_TABLE("locking_queue", "outcome", zkl_locking_queue_outcome_names),
-    NAME_TABLE("item_queue", "phase", zkl_item_queue_phase_names),
-    NAME_TABLE("item_queue", "outcome", zkl_item_queue_outcome_names),
-    NAME_TABLE("patient_children", "phase", zkl_patient_phase_names),
-    NAME_TABLE("allocator", "phase", zkl_allocator_phase_names),
-    NAME_TABLE("set_partitioner", "state", zkl_sp_state_names),
-    NAME_TABLE("set_partitioner", "failure", zkl_sp_failure_names),
-    NAME_TABLE("tree_cache", "phase", zkl_tree_cache_phase_names),
-    NAME_TABLE("tree_cache", "event", zkl_tree_event_names),
-};
+} NAMES[] = {NAME_TABLES(LIST_NAMES)};
 
 static void set_ints(lua_State *L, const named_int *ints, int n)
 {

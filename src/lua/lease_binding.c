@@ -63,11 +63,7 @@ static int lease_obtain(lua_State *L)
     return zkl_recipe_started(L, zkl_lease_obtain(check_lease(L)), NULL);
 }
 
-static int lease_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_lease_phase_names[zkl_lease_phase_of(check_lease(L))]);
-    return 1;
-}
+ZKL_RECIPE_NAME(lease_phase, check_lease, zkl_lease_phase_of, zkl_lease_phase_names)
 
 static int lease_decide(lua_State *L)
 {
@@ -77,11 +73,7 @@ static int lease_decide(lua_State *L)
     return 1;
 }
 
-static int lease_abandon(lua_State *L)
-{
-    zkl_lease_abandon(check_lease(L));
-    return 0;
-}
+ZKL_RECIPE_VOID(lease_abandon, check_lease, zkl_lease_abandon)
 
 static int lease_outcome(lua_State *L)
 {
@@ -106,11 +98,7 @@ static int lease_end_time(lua_State *L)
     return 1;
 }
 
-static int lease_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_lease_inflight(check_lease(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(lease_inflight, check_lease, zkl_lease_inflight)
 
 static int core_utf8_valid(lua_State *L)
 {

@@ -36,17 +36,15 @@ static int lock_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    size_t len = 0;
-    const char *data = luaL_optlstring(L, 3, "", &len);
-    if (len > 0x7fffffff)
-        return luaL_argerror(L, 3, "identifier too large");
+    int len;
+    const char *data = zkl_recipe_identifier(L, 3, &len);
     static const char *const kinds[] = {"exclusive", "shared", NULL};
     zkl_lock_kind kind = luaL_checkoption(L, 4, "exclusive", kinds) == 1 ? ZKL_LOCK_SHARED
                                                                          : ZKL_LOCK_EXCLUSIVE;
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &LOCK_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &LOCK_TYPE, box,
-                              zkl_lock_new(*slot, path, data, (int)len, kind, acl), slot);
+                              zkl_lock_new(*slot, path, data, len, kind, acl), slot);
 }
 
 static int lock_acquire(lua_State *L) /* acquire(blocking, ephemeral) */
@@ -56,63 +54,22 @@ static int lock_acquire(lua_State *L) /* acquire(blocking, ephemeral) */
                               "held");
 }
 
-static int lock_release(lua_State *L)
-{
-    lua_pushboolean(L, zkl_lock_release(check_lock(L)));
-    return 1;
-}
-
-static int lock_release_in_background(lua_State *L)
-{
-    zkl_lock_release_in_background(check_lock(L));
-    return 0;
-}
-
-static int lock_cancel(lua_State *L)
-{
-    zkl_lock_cancel(check_lock(L));
-    return 0;
-}
-
-static int lock_give_up(lua_State *L)
-{
-    zkl_lock_give_up(check_lock(L));
-    return 0;
-}
-
-static int lock_phase(lua_State *L)
-{
-    zkl_lock_phase phase = zkl_lock_phase_of(check_lock(L));
-    lua_pushstring(L, zkl_lock_phase_names[phase]);
-    return 1;
-}
+ZKL_RECIPE_BOOLEAN(lock_release, check_lock, zkl_lock_release)
+ZKL_RECIPE_VOID(lock_release_in_background, check_lock, zkl_lock_release_in_background)
+ZKL_RECIPE_VOID(lock_cancel, check_lock, zkl_lock_cancel)
+ZKL_RECIPE_VOID(lock_give_up, check_lock, zkl_lock_give_up)
+ZKL_RECIPE_NAME(lock_phase, check_lock, zkl_lock_phase_of, zkl_lock_phase_names)
 
 static int lock_outcome(lua_State *L)
 {
     int rc;
     zkl_lock_outcome outcome = zkl_lock_outcome_of(check_lock(L), &rc);
-    lua_pushstring(L, zkl_lock_outcome_names[outcome]);
-    lua_pushinteger(L, rc);
-    return 2;
+    return zkl_recipe_outcome(L, zkl_lock_outcome_names[outcome], rc);
 }
 
-static int lock_release_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_lock_release_rc(check_lock(L)));
-    return 1;
-}
-
-static int lock_checked(lua_State *L)
-{
-    lua_pushboolean(L, zkl_lock_checked(check_lock(L)));
-    return 1;
-}
-
-static int lock_is_held(lua_State *L)
-{
-    lua_pushboolean(L, zkl_lock_is_held(check_lock(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(lock_release_rc, check_lock, zkl_lock_release_rc)
+ZKL_RECIPE_BOOLEAN(lock_checked, check_lock, zkl_lock_checked)
+ZKL_RECIPE_BOOLEAN(lock_is_held, check_lock, zkl_lock_is_held)
 
 static int lock_node(lua_State *L)
 {
@@ -123,11 +80,7 @@ static int lock_node(lua_State *L)
     return 1;
 }
 
-static int lock_prefix(lua_State *L)
-{
-    lua_pushstring(L, zkl_lock_prefix(check_lock(L)));
-    return 1;
-}
+ZKL_RECIPE_STRING(lock_prefix, check_lock, zkl_lock_prefix)
 
 static int lock_fencing_token(lua_State *L)
 {
@@ -138,17 +91,8 @@ static int lock_fencing_token(lua_State *L)
     return 1;
 }
 
-static int lock_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_lock_id(check_lock(L)));
-    return 1;
-}
-
-static int lock_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_lock_inflight(check_lock(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(lock_id, check_lock, zkl_lock_id)
+ZKL_RECIPE_INTEGER(lock_inflight, check_lock, zkl_lock_inflight)
 
 /* core.lock_contenders(names) -> the contenders among names, in lock order */
 static int lock_contenders(lua_State *L)

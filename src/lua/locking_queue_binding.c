@@ -64,17 +64,8 @@ static int lq_get(lua_State *L) { return started(L, zkl_locking_queue_get(check_
 static int lq_consume(lua_State *L) { return started(L, zkl_locking_queue_consume(check_lq(L))); }
 static int lq_release(lua_State *L) { return started(L, zkl_locking_queue_release(check_lq(L))); }
 
-static int lq_give_up(lua_State *L)
-{
-    zkl_locking_queue_give_up(check_lq(L));
-    return 0;
-}
-
-static int lq_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_locking_queue_phase_names[zkl_locking_queue_phase_of(check_lq(L))]);
-    return 1;
-}
+ZKL_RECIPE_VOID(lq_give_up, check_lq, zkl_locking_queue_give_up)
+ZKL_RECIPE_NAME(lq_phase, check_lq, zkl_locking_queue_phase_of, zkl_locking_queue_phase_names)
 
 static int lq_outcome(lua_State *L)
 {
@@ -85,11 +76,7 @@ static int lq_outcome(lua_State *L)
     return 2;
 }
 
-static int lq_waiting(lua_State *L)
-{
-    lua_pushboolean(L, zkl_locking_queue_waiting(check_lq(L)));
-    return 1;
-}
+ZKL_RECIPE_BOOLEAN(lq_waiting, check_lq, zkl_locking_queue_waiting)
 
 static int lq_value(lua_State *L)
 {
@@ -108,29 +95,10 @@ static int lq_entry(lua_State *L)
     return 1;
 }
 
-static int lq_owner_id(lua_State *L)
-{
-    lua_pushstring(L, zkl_locking_queue_owner_id(check_lq(L)));
-    return 1;
-}
-
-static int lq_step(lua_State *L)
-{
-    lua_pushstring(L, zkl_locking_queue_step(check_lq(L)));
-    return 1;
-}
-
-static int lq_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_locking_queue_id(check_lq(L)));
-    return 1;
-}
-
-static int lq_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_locking_queue_inflight(check_lq(L)));
-    return 1;
-}
+ZKL_RECIPE_STRING(lq_owner_id, check_lq, zkl_locking_queue_owner_id)
+ZKL_RECIPE_STRING(lq_step, check_lq, zkl_locking_queue_step)
+ZKL_RECIPE_INTEGER(lq_id, check_lq, zkl_locking_queue_id)
+ZKL_RECIPE_INTEGER(lq_inflight, check_lq, zkl_locking_queue_inflight)
 
 static const luaL_Reg lq_methods[] = {
     {"get", lq_get},         {"consume", lq_consume},   {"release", lq_release},

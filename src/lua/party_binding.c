@@ -31,17 +31,15 @@ static int party_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    size_t len = 0;
-    const char *data = luaL_optlstring(L, 3, "", &len);
-    if (len > 0x7fffffff)
-        return luaL_argerror(L, 3, "identifier too large");
+    int len;
+    const char *data = zkl_recipe_identifier(L, 3, &len);
     static const char *const kinds[] = {"party", "shallow", NULL};
     int kind = luaL_checkoption(L, 4, "party", kinds);
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &PARTY_TYPE, sizeof *box);
     return zkl_recipe_box_set(
         L, &PARTY_TYPE, box,
-        zkl_party_new(*slot, path, data, (int)len, (zkl_party_kind)kind, acl), slot);
+        zkl_party_new(*slot, path, data, len, (zkl_party_kind)kind, acl), slot);
 }
 
 static int party_join(lua_State *L)
@@ -54,41 +52,12 @@ static int party_leave(lua_State *L)
     return zkl_recipe_started(L, zkl_party_leave(check_party(L)), "joined");
 }
 
-static int party_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_party_phase_names[zkl_party_phase_of(check_party(L))]);
-    return 1;
-}
-
-static int party_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_party_rc(check_party(L)));
-    return 1;
-}
-
-static int party_deleted(lua_State *L)
-{
-    lua_pushboolean(L, zkl_party_deleted(check_party(L)));
-    return 1;
-}
-
-static int party_node(lua_State *L)
-{
-    lua_pushstring(L, zkl_party_node(check_party(L)));
-    return 1;
-}
-
-static int party_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_party_id(check_party(L)));
-    return 1;
-}
-
-static int party_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_party_inflight(check_party(L)));
-    return 1;
-}
+ZKL_RECIPE_NAME(party_phase, check_party, zkl_party_phase_of, zkl_party_phase_names)
+ZKL_RECIPE_INTEGER(party_rc, check_party, zkl_party_rc)
+ZKL_RECIPE_BOOLEAN(party_deleted, check_party, zkl_party_deleted)
+ZKL_RECIPE_STRING(party_node, check_party, zkl_party_node)
+ZKL_RECIPE_INTEGER(party_id, check_party, zkl_party_id)
+ZKL_RECIPE_INTEGER(party_inflight, check_party, zkl_party_inflight)
 
 static const luaL_Reg party_methods[] = {
     {"join", party_join}, {"leave", party_leave}, {"phase", party_phase},

@@ -47,17 +47,8 @@ static int patient_start(lua_State *L)
     return zkl_recipe_started(L, zkl_patient_start(check_patient(L)), NULL);
 }
 
-static int patient_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_patient_phase_names[zkl_patient_phase_of(check_patient(L))]);
-    return 1;
-}
-
-static int patient_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_patient_rc(check_patient(L)));
-    return 1;
-}
+ZKL_RECIPE_NAME(patient_phase, check_patient, zkl_patient_phase_of, zkl_patient_phase_names)
+ZKL_RECIPE_INTEGER(patient_rc, check_patient, zkl_patient_rc)
 
 static int patient_children(lua_State *L)
 {
@@ -77,23 +68,9 @@ static int patient_changed_at(lua_State *L)
     return 1;
 }
 
-static int patient_changes(lua_State *L)
-{
-    lua_pushinteger(L, zkl_patient_changes(check_patient(L)));
-    return 1;
-}
-
-static int patient_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_patient_id(check_patient(L)));
-    return 1;
-}
-
-static int patient_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_patient_inflight(check_patient(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(patient_changes, check_patient, zkl_patient_changes)
+ZKL_RECIPE_INTEGER(patient_id, check_patient, zkl_patient_id)
+ZKL_RECIPE_INTEGER(patient_inflight, check_patient, zkl_patient_inflight)
 
 static const luaL_Reg patient_methods[] = {
     {"start", patient_start},       {"phase", patient_phase},

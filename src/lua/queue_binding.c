@@ -45,11 +45,7 @@ static int queue_get(lua_State *L)
     return zkl_recipe_started(L, zkl_item_queue_get(check_queue(L)), NULL);
 }
 
-static int queue_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_item_queue_phase_names[zkl_item_queue_phase_of(check_queue(L))]);
-    return 1;
-}
+ZKL_RECIPE_NAME(queue_phase, check_queue, zkl_item_queue_phase_of, zkl_item_queue_phase_names)
 
 static int queue_outcome(lua_State *L)
 {
@@ -77,23 +73,9 @@ static int queue_entry(lua_State *L)
     return 1;
 }
 
-static int queue_ambiguous(lua_State *L)
-{
-    lua_pushboolean(L, zkl_item_queue_ambiguous(check_queue(L)));
-    return 1;
-}
-
-static int queue_step(lua_State *L)
-{
-    lua_pushstring(L, zkl_item_queue_step(check_queue(L)));
-    return 1;
-}
-
-static int queue_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_item_queue_inflight(check_queue(L)));
-    return 1;
-}
+ZKL_RECIPE_BOOLEAN(queue_ambiguous, check_queue, zkl_item_queue_ambiguous)
+ZKL_RECIPE_STRING(queue_step, check_queue, zkl_item_queue_step)
+ZKL_RECIPE_INTEGER(queue_inflight, check_queue, zkl_item_queue_inflight)
 
 static const luaL_Reg queue_methods[] = {
     {"get", queue_get},     {"phase", queue_phase},         {"outcome", queue_outcome},

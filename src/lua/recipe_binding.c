@@ -68,6 +68,23 @@ int zkl_recipe_started(lua_State *L, int r, const char *isconn)
     return 2;
 }
 
+const char *zkl_recipe_identifier(lua_State *L, int idx, int *len)
+{
+    size_t n = 0;
+    const char *data = luaL_optlstring(L, idx, "", &n);
+    if (n > 0x7fffffff)
+        luaL_argerror(L, idx, "identifier too large");
+    *len = (int)n;
+    return data;
+}
+
+int zkl_recipe_outcome(lua_State *L, const char *name, int rc)
+{
+    lua_pushstring(L, name);
+    lua_pushinteger(L, rc);
+    return 2;
+}
+
 static int recipe_gc(lua_State *L) /* upvalue 1: the zkl_recipe_type */
 {
     const zkl_recipe_type *t = lua_touserdata(L, lua_upvalueindex(1));

@@ -49,6 +49,37 @@ zkl_recipe_box *zkl_recipe_check(lua_State *L, const zkl_recipe_type *t);
  * EISCONN -> isconn (when not NULL), EALREADY -> "busy", anything else -> "closed". */
 int zkl_recipe_started(lua_State *L, int r, const char *isconn);
 
+/* The identifier argument at idx (a string, "" when absent) and its length in *len; raises when
+ * it is longer than a znode's data can say (2^31 - 1 bytes). */
+const char *zkl_recipe_identifier(lua_State *L, int idx, int *len);
+
+/* What an outcome method returns: the outcome's name and the rc it came with.  Returns 2. */
+int zkl_recipe_outcome(lua_State *L, const char *name, int rc);
+
+/* Methods that call fn on the object at idx 1 (check(L)) and push what it returns: nothing, a
+ * boolean, an integer, a string, or the name names[] gives the enum value. */
+#define ZKL_RECIPE_VOID(name, check, fn)                                                        \
+    static int name(lua_State *L)                                                               \
+    {                                                                                           \
+        fn(check(L));                                                                           \
+        return 0;                                                                               \
+    }
+#define ZKL_RECIPE_PUSH_(name, check, fn, push)                                                 \
+    static int name(lua_State *L)                                                               \
+    {                                                                                           \
+        push(L, fn(check(L)));                                                                  \
+        return 1;                                                                               \
+    }
+#define ZKL_RECIPE_BOOLEAN(name, check, fn) ZKL_RECIPE_PUSH_(name, check, fn, lua_pushboolean)
+#define ZKL_RECIPE_INTEGER(name, check, fn) ZKL_RECIPE_PUSH_(name, check, fn, lua_pushinteger)
+#define ZKL_RECIPE_STRING(name, check, fn) ZKL_RECIPE_PUSH_(name, check, fn, lua_pushstring)
+#define ZKL_RECIPE_NAME(name, check, fn, names)                                                 \
+    static int name(lua_State *L)                                                               \
+    {                                                                                           \
+        lua_pushstring(L, (names)[fn(check(L))]);                                               \
+        return 1;                                                                               \
+    }
+
 /* Registers t's metatable (methods as __index, a __gc freeing the object) and sets
  * module[ctor_name] = ctor; the module table is on top of the stack. */
 void zkl_recipe_register(lua_State *L, const zkl_recipe_type *t, const luaL_Reg *methods,

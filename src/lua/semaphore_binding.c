@@ -43,17 +43,15 @@ static int sem_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    size_t len = 0;
-    const char *data = luaL_optlstring(L, 3, "", &len);
-    if (len > 0x7fffffff)
-        return luaL_argerror(L, 3, "identifier too large");
+    int len;
+    const char *data = zkl_recipe_identifier(L, 3, &len);
     lua_Integer max = luaL_checkinteger(L, 4);
     if (max < 1 || max > 0x7fffffff)
         return luaL_argerror(L, 4, "max_leases must be from 1 to 2147483647");
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &SEMAPHORE_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &SEMAPHORE_TYPE, box,
-                              zkl_semaphore_new(*slot, path, data, (int)len, (int)max, acl),
+                              zkl_semaphore_new(*slot, path, data, len, (int)max, acl),
                               slot);
 }
 
@@ -63,43 +61,18 @@ static int sem_acquire(lua_State *L) /* acquire(blocking) */
                               "held");
 }
 
-static int sem_release(lua_State *L)
-{
-    lua_pushboolean(L, zkl_semaphore_release(check_sem(L)));
-    return 1;
-}
-
-static int sem_release_in_background(lua_State *L)
-{
-    zkl_semaphore_release_in_background(check_sem(L));
-    return 0;
-}
-
-static int sem_cancel(lua_State *L)
-{
-    zkl_semaphore_cancel(check_sem(L));
-    return 0;
-}
-
-static int sem_give_up(lua_State *L)
-{
-    zkl_semaphore_give_up(check_sem(L));
-    return 0;
-}
-
-static int sem_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_semaphore_phase_names[zkl_semaphore_phase_of(check_sem(L))]);
-    return 1;
-}
+ZKL_RECIPE_BOOLEAN(sem_release, check_sem, zkl_semaphore_release)
+ZKL_RECIPE_VOID(sem_release_in_background, check_sem, zkl_semaphore_release_in_background)
+ZKL_RECIPE_VOID(sem_cancel, check_sem, zkl_semaphore_cancel)
+ZKL_RECIPE_VOID(sem_give_up, check_sem, zkl_semaphore_give_up)
+ZKL_RECIPE_NAME(sem_phase, check_sem, zkl_semaphore_phase_of, zkl_semaphore_phase_names)
 
 static int sem_outcome(lua_State *L)
 {
     zkl_semaphore *m = check_sem(L);
     int rc;
     zkl_semaphore_outcome outcome = zkl_semaphore_outcome_of(m, &rc);
-    lua_pushstring(L, zkl_semaphore_outcome_names[outcome]);
-    lua_pushinteger(L, rc);
+    zkl_recipe_outcome(L, zkl_semaphore_outcome_names[outcome], rc);
     const char *stored = zkl_semaphore_stored_max(m);
     if (!stored)
         return 2;
@@ -107,35 +80,11 @@ static int sem_outcome(lua_State *L)
     return 3;
 }
 
-static int sem_release_rc(lua_State *L)
-{
-    lua_pushinteger(L, zkl_semaphore_release_rc(check_sem(L)));
-    return 1;
-}
-
-static int sem_checked(lua_State *L)
-{
-    lua_pushboolean(L, zkl_semaphore_checked(check_sem(L)));
-    return 1;
-}
-
-static int sem_is_held(lua_State *L)
-{
-    lua_pushboolean(L, zkl_semaphore_is_held(check_sem(L)));
-    return 1;
-}
-
-static int sem_node(lua_State *L)
-{
-    lua_pushstring(L, zkl_semaphore_node(check_sem(L)));
-    return 1;
-}
-
-static int sem_step(lua_State *L)
-{
-    lua_pushstring(L, zkl_semaphore_step_name(check_sem(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(sem_release_rc, check_sem, zkl_semaphore_release_rc)
+ZKL_RECIPE_BOOLEAN(sem_checked, check_sem, zkl_semaphore_checked)
+ZKL_RECIPE_BOOLEAN(sem_is_held, check_sem, zkl_semaphore_is_held)
+ZKL_RECIPE_STRING(sem_node, check_sem, zkl_semaphore_node)
+ZKL_RECIPE_STRING(sem_step, check_sem, zkl_semaphore_step_name)
 
 static int sem_fencing_token(lua_State *L)
 {
@@ -146,17 +95,8 @@ static int sem_fencing_token(lua_State *L)
     return 1;
 }
 
-static int sem_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_semaphore_id(check_sem(L)));
-    return 1;
-}
-
-static int sem_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_semaphore_inflight(check_sem(L)));
-    return 1;
-}
+ZKL_RECIPE_INTEGER(sem_id, check_sem, zkl_semaphore_id)
+ZKL_RECIPE_INTEGER(sem_inflight, check_sem, zkl_semaphore_inflight)
 
 static const luaL_Reg sem_methods[] = {
     {"acquire", sem_acquire},

@@ -59,11 +59,7 @@ static int sp_new(lua_State *L)
                               zkl_sp_new(*slot, path, identifier, (int)len, &o, acl), slot);
 }
 
-static int sp_state(lua_State *L)
-{
-    lua_pushstring(L, zkl_sp_state_names[zkl_sp_state_of(check_sp(L))]);
-    return 1;
-}
+ZKL_RECIPE_NAME(sp_state, check_sp, zkl_sp_state_of, zkl_sp_state_names)
 
 static int sp_failure(lua_State *L)
 {
@@ -131,41 +127,12 @@ static int sp_fail(lua_State *L)
     return 0;
 }
 
-static int sp_release_set(lua_State *L)
-{
-    zkl_sp_release_set(check_sp(L));
-    return 0;
-}
-
-static int sp_release_in_background(lua_State *L)
-{
-    zkl_sp_release_in_background(check_sp(L));
-    return 0;
-}
-
-static int sp_set_changed(lua_State *L)
-{
-    zkl_sp_set_changed(check_sp(L));
-    return 0;
-}
-
-static int sp_finish(lua_State *L)
-{
-    zkl_sp_finish(check_sp(L));
-    return 0;
-}
-
-static int sp_joining(lua_State *L)
-{
-    lua_pushboolean(L, zkl_sp_joining(check_sp(L)));
-    return 1;
-}
-
-static int sp_busy(lua_State *L)
-{
-    lua_pushboolean(L, zkl_sp_busy(check_sp(L)));
-    return 1;
-}
+ZKL_RECIPE_VOID(sp_release_set, check_sp, zkl_sp_release_set)
+ZKL_RECIPE_VOID(sp_release_in_background, check_sp, zkl_sp_release_in_background)
+ZKL_RECIPE_VOID(sp_set_changed, check_sp, zkl_sp_set_changed)
+ZKL_RECIPE_VOID(sp_finish, check_sp, zkl_sp_finish)
+ZKL_RECIPE_BOOLEAN(sp_joining, check_sp, zkl_sp_joining)
+ZKL_RECIPE_BOOLEAN(sp_busy, check_sp, zkl_sp_busy)
 
 static int sp_items(lua_State *L)
 {
@@ -192,23 +159,9 @@ static int sp_fencing_token(lua_State *L)
     return 1;
 }
 
-static int sp_node(lua_State *L)
-{
-    lua_pushstring(L, zkl_sp_node(check_sp(L)));
-    return 1;
-}
-
-static int sp_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_sp_id(check_sp(L)));
-    return 1;
-}
-
-static int sp_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_sp_inflight(check_sp(L)));
-    return 1;
-}
+ZKL_RECIPE_STRING(sp_node, check_sp, zkl_sp_node)
+ZKL_RECIPE_INTEGER(sp_id, check_sp, zkl_sp_id)
+ZKL_RECIPE_INTEGER(sp_inflight, check_sp, zkl_sp_inflight)
 
 static const luaL_Reg sp_methods[] = {
     {"state", sp_state},

@@ -52,11 +52,7 @@ static int tree_cache_start(lua_State *L)
     return zkl_recipe_started(L, zkl_tree_cache_start(check_cache(L)), NULL);
 }
 
-static int tree_cache_close(lua_State *L)
-{
-    zkl_tree_cache_close(check_cache(L));
-    return 0;
-}
+ZKL_RECIPE_VOID(tree_cache_close, check_cache, zkl_tree_cache_close)
 
 static int push_event(lua_State *L, const zkl_tree_event *ev, int with_data)
 {
@@ -124,35 +120,11 @@ static int tree_cache_get_children(lua_State *L)
     return 1;
 }
 
-static int tree_cache_phase(lua_State *L)
-{
-    lua_pushstring(L, zkl_tree_cache_phase_names[zkl_tree_cache_phase_of(check_cache(L))]);
-    return 1;
-}
-
-static int tree_cache_initialized(lua_State *L)
-{
-    lua_pushboolean(L, zkl_tree_cache_initialized(check_cache(L)));
-    return 1;
-}
-
-static int tree_cache_size(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_tree_cache_size(check_cache(L)));
-    return 1;
-}
-
-static int tree_cache_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)zkl_tree_cache_id(check_cache(L)));
-    return 1;
-}
-
-static int tree_cache_inflight(lua_State *L)
-{
-    lua_pushinteger(L, zkl_tree_cache_inflight(check_cache(L)));
-    return 1;
-}
+ZKL_RECIPE_NAME(tree_cache_phase, check_cache, zkl_tree_cache_phase_of, zkl_tree_cache_phase_names)
+ZKL_RECIPE_BOOLEAN(tree_cache_initialized, check_cache, zkl_tree_cache_initialized)
+ZKL_RECIPE_INTEGER(tree_cache_size, check_cache, zkl_tree_cache_size)
+ZKL_RECIPE_INTEGER(tree_cache_id, check_cache, zkl_tree_cache_id)
+ZKL_RECIPE_INTEGER(tree_cache_inflight, check_cache, zkl_tree_cache_inflight)
 
 static const luaL_Reg tree_cache_methods[] = {
     {"start", tree_cache_start},
