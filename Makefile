@@ -175,9 +175,11 @@ demo: deps all
 bench: deps all luajit
 	./zklua bench/run.lua
 
-# clang-tidy with the project's .clang-tidy; fails on any warning.  The binding is checked
-# against both Lua APIs (5.4 and LuaJIT's 5.1).
+# luacheck with the project's .luacheckrc over the Lua, clang-tidy with its .clang-tidy over
+# the C; fails on any warning.  The binding is checked against both Lua APIs (5.4 and LuaJIT's).
 lint:
+	@luacheck --quiet --formatter plain lua spec bench examples scripts/*.lua || \
+		{ echo "lint: luacheck found the warnings above"; exit 1; }
 	@out=$$( (clang-tidy $(CORE_SRC) $(LUA_SRC) src/cli/main.c -- -std=c11 -D_GNU_SOURCE \
 		-DTHREADED -I$(LUA_INC); clang-tidy $(LUA_SRC) -- -std=c11 -D_GNU_SOURCE -DTHREADED \
 		-I$(LUAJIT_INC)) 2>/dev/null | grep -E "warning:|error:"); \

@@ -62,7 +62,7 @@ local OPTIONS = {
 }
 
 local NAME = "PartitionAllocator"
-local ZCLOSING = -116
+local ZCLOSING = core.codes.ZCLOSING
 
 local function strategies()
   return require "zklua.strategies"

@@ -80,7 +80,9 @@ end
 --- Raises the error of a ZooKeeper rc a C recipe failed with: ZCLOSING (the client stopped)
 -- and ZSESSIONEXPIRED (the session ended under the call) as ConnectionClosedError.
 function base.raise_rc(fname, rc, path)
-  if rc == -116 or rc == -112 then base.raise_closed(fname, path) end
+  if rc == core.codes.ZCLOSING or rc == core.codes.ZSESSIONEXPIRED then
+    base.raise_closed(fname, path)
+  end
   error(errors.from_code(rc, path), 0)
 end
 

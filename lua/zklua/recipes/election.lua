@@ -50,7 +50,7 @@ local locks = require "zklua.recipes.lock"
 
 local recipes = {}
 
-local ZCLOSING = -116
+local ZCLOSING = core.codes.ZCLOSING
 
 local Election = { __name = "zklua.Election" }
 
@@ -73,8 +73,6 @@ function Election.__tostring(self)
   return string.format("zklua.Election(%s, %s)", self.path,
                        self._leading and "leader" or self._mode or "idle")
 end
-
-local join = require("zklua.paths").join
 
 local function usable(client, fname)
   return client:_usable_session(fname)

@@ -142,7 +142,7 @@ base.install_lost(Lock, "lock")
 
 -- The C lock also says when an acquire is decided (ZKL_LOCK_NOTIFY_DECIDED): an owner that
 -- does not wait in acquire() (the Election latch) sets lock._on_decided to hear it.
-local NOTIFY_DECIDED = 2
+local NOTIFY_DECIDED = core.notify.lock.DECIDED
 local notified_lost = Lock._notified
 function Lock:_notified(code)
   if code == NOTIFY_DECIDED then

@@ -6,10 +6,11 @@
 -- runs, from Lua, in order; an error in one is logged and the others still run.  Objects keep
 -- their callbacks in `_lost_callbacks`.
 local check = require "zklua.check"
+local core = require "zklua.core"
 
 local lost = {}
 
-lost.NOTIFY_LOST = 1 -- the code C recipes send (ZKL_LOCK_NOTIFY_LOST and its siblings)
+lost.NOTIFY_LOST = core.notify.LOST -- the code every C recipe sends (ZKL_LOCK_NOTIFY_LOST, ...)
 
 function lost.install(class, what)
   --- fn(object) runs when the session expired (or stopped) and the object lost what it held.

@@ -55,11 +55,13 @@ local waits = require "zklua.recipes.waits"
 
 local recipes = {}
 
-local NOTIFY_PARTITION, NOTIFY_STATE = 2, 16
+local NOTIFY_PARTITION = core.notify.set_partitioner.PARTITION
+local NOTIFY_STATE = core.notify.set_partitioner.STATE
 local STATES = { "ALLOCATING", "ACQUIRED", "RELEASE", "FAILURE" }
 local FNAME = "SetPartitioner"
 
-local active = {} -- partitioners not yet in FAILURE: they act on events, so they stay alive
+-- Partitioners not yet in FAILURE: they act on events, so they stay alive (held, never read).
+local active = {} -- luacheck: ignore 241 (an anchor table)
 
 local SetPartitioner = { __name = "zklua.SetPartitioner" }
 
@@ -191,7 +193,7 @@ local function check_set(fname, set, lock_path, argument)
                  "found key " .. tostring(k))
     end
   end
-  local copy, names, kind = {}, {}, nil
+  local items, names, kind = {}, {}, nil
   for i = 1, n do
     local item = set[i]
     local name, why = item_name(item)
@@ -207,9 +209,9 @@ local function check_set(fname, set, lock_path, argument)
     end
     check.path(fname, join(lock_path, name), argument .. "[" .. i .. "] (as a lock path)")
     names[name] = item
-    copy[i] = item
+    items[i] = item
   end
-  return copy, names
+  return items, names
 end
 
 -- ---------------------------------------------------------------- the C side's requests
@@ -289,12 +291,12 @@ local function failure_error(self)
   elseif why == "conflict" then
     local name, blocker = self._ud:conflict()
     local holder = holder_of(self, name)
-    local why = holder == string.format("member %q", self.identifier)
+    local reason = holder == string.format("member %q", self.identifier)
       and "another member uses the same identifier"
       or "the members disagree on the set or on partition_func (kazoo #392)"
     return errors.LockTimeout(string.format("item %q is still held by %s %s s after this " ..
       "member (%q) started acquiring its share: %s", name, holder,
-      tostring(self.conflict_timeout), self.identifier, why), join(self._lock_path, name),
+      tostring(self.conflict_timeout), self.identifier, reason), join(self._lock_path, name),
       { item = (self._owned or self._names)[name] or name, holder = holder, blocker = blocker })
   end
   return nil -- finished (or the partition error, set already)

@@ -81,7 +81,7 @@ local function join_in_turn(self, timeout, deadline)
   end
   wait_phase(self, "join", "joining", timeout, deadline)
   if ud:phase() ~= "joined" then
-    error(errors.from_code(ud:rc() ~= 0 and ud:rc() or -116, self.path), 0)
+    error(errors.from_code(ud:rc() ~= 0 and ud:rc() or core.codes.ZCLOSING, self.path), 0)
   end
 end
 

@@ -35,14 +35,15 @@ local Future = require "zklua.future"
 
 local recipes = {}
 
-local NOTIFY_SETTLED, NOTIFY_CHANGED, NOTIFY_FAILED = 2, 3, 4
+local NOTIFY = core.notify.patient_children
+local NOTIFY_SETTLED, NOTIFY_CHANGED, NOTIFY_FAILED = NOTIFY.SETTLED, NOTIFY.CHANGED, NOTIFY.FAILED
 local MAX_BOUNDARY = 2000000
 
 local PatientChildrenWatch = { __name = "zklua.PatientChildrenWatch" }
 PatientChildrenWatch.__index = PatientChildrenWatch
 
 -- Watches with a pending future, held strongly: a future's resolution needs its watch.
-local active = {}
+local active = {} -- luacheck: ignore 241 (an anchor table: held, never read)
 
 local function keep_alive(self)
   local pending = (self._round ~= nil and not self._round.done) or #self._changes > 0
@@ -84,7 +85,7 @@ end
 
 local function failed(self)
   local rc = self._watch:rc()
-  local err = errors.from_code(rc ~= 0 and rc or -116, self.path)
+  local err = errors.from_code(rc ~= 0 and rc or core.codes.ZCLOSING, self.path)
   local waiting = self._changes
   self._changes = {}
   local round = self._round

@@ -70,7 +70,7 @@ local waits = base.waits
 local recipes = {}
 
 local ENTRY_PREFIX = "entry-"
-local ZCLOSING = -116
+local ZCLOSING = core.codes.ZCLOSING
 
 local function usable(client, fname)
   return client:_usable_session(fname)

@@ -52,7 +52,7 @@ recipes.TreeEvent = {
   INITIALIZED = "INITIALIZED",
 }
 
-local NOTIFY_EVENTS = 2 -- ZKL_TREE_CACHE_NOTIFY_EVENTS
+local NOTIFY_EVENTS = core.notify.tree_cache.EVENTS
 
 local TreeCache = { __name = "zklua.TreeCache" }
 
