@@ -731,4 +731,110 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("set partitioners", function()
+    it("coroutines sharing one SetPartitioner: one allocation, one release, every wait ends",
+       function()
+      run(function(env)
+        local zk = env.started()
+        local path = env.root .. "/sp"
+        local qp = zk:SetPartitioner{ path = path, set = { "a", "b", "c" }, identifier = "m1",
+                                      time_boundary = 0.2 }
+        local acquired = {}
+        for i = 1, 4 do
+          env.spawn(function()
+            local got = qp:wait_for_acquire(20)
+            acquired[i] = got
+          end)
+        end
+        env.eventually(function() return #acquired == 4 end)
+        assert.are.same({ true, true, true, true }, acquired)
+        assert.are.same({ "a", "b", "c" }, qp:list())
+        local tokens = {}
+        for _, item in ipairs(qp:list()) do tokens[item] = qp:fencing_token(item) end
+        -- a party change asks for a release; three coroutines release at once: one release
+        local other = env.started()
+        local qp2 = other:SetPartitioner{ path = path, set = { "a", "b", "c" },
+                                          identifier = "m2", time_boundary = 0.2 }
+        env.eventually(function() return qp.release end, 20, "RELEASE")
+        local released = 0
+        for _ = 1, 3 do
+          env.spawn(function()
+            qp:release_set(20)
+            released = released + 1
+          end)
+        end
+        env.eventually(function() return released == 3 end)
+        assert.is_true(qp:wait_for_acquire(20))
+        assert.is_true(qp2:wait_for_acquire(20))
+        assert.are.equal(3, #qp:list() + #qp2:list())
+        for _, item in ipairs(qp:list()) do -- owned again: a new lock, a new token
+          assert.is_true(qp:fencing_token(item) > tokens[item])
+        end
+        local finished = 0
+        for _ = 1, 3 do
+          env.spawn(function()
+            qp:finish(20)
+            finished = finished + 1
+          end)
+        end
+        env.eventually(function() return finished == 3 end)
+        assert.is_true(qp.failed)
+        qp2:finish(20)
+        for _, item in ipairs({ "a", "b", "c" }) do
+          assert.are.same({}, zk:get_children(path .. "/locks/" .. item))
+        end
+        assert.are.same({}, zk:get_children(path .. "/party"))
+      end)
+    end)
+
+    it("release_set/finish/the join time out in an outage (TimeoutError); stop() ends waits",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local path = env.root .. "/sp"
+        local qp = zk:SetPartitioner{ path = path, set = { "a", "b" }, identifier = "m1",
+                                      time_boundary = 0.1 }
+        assert.is_true(qp:wait_for_acquire(20))
+        local other = env.started()
+        local qp2 = other:SetPartitioner{ path = path, set = { "a", "b" }, identifier = "m2",
+                                          time_boundary = 0.1 }
+        env.eventually(function() return qp.release end, 20, "RELEASE")
+        server:node(1):pause()
+        raises(errors.TimeoutError, qp.release_set, qp, 0.3)
+        raises(errors.TimeoutError, zk.SetPartitioner, zk,
+               { path = path, set = { "a" }, identifier = "late", timeout = 0.3 })
+        server:node(1):resume()
+        qp:release_set(20) -- the timed-out release went on: this one waits for it
+        assert.is_true(qp:wait_for_acquire(20))
+        assert.is_true(qp2:wait_for_acquire(20))
+        -- a member that waits to settle (time_boundary 30 s) and a finish in an outage
+        local waiting = zk:SetPartitioner{ path = env.root .. "/sp2", set = { "x" },
+                                           time_boundary = 30 }
+        server:node(1):pause()
+        raises(errors.TimeoutError, qp.finish, qp, 0.3)
+        local results = {}
+        for i = 1, 3 do
+          env.spawn(function()
+            local result = { pcall(waiting.wait_for_acquire, waiting, 60) }
+            results[i] = result
+          end)
+        end
+        env.spawn(function()
+          local result = { pcall(qp.finish, qp, 60) }
+          results[4] = result
+        end)
+        env.eventually(function() return env.handler.waiting() >= 4 end)
+        zk:stop()
+        env.eventually(function()
+          return results[1] and results[2] and results[3] and results[4]
+        end)
+        for i = 1, 3 do assert.are.same({ true, false }, results[i]) end
+        assert.is_true(waiting.failed)
+        -- the finish in flight: its nodes went with the session, nothing is left to wait for
+        assert.are.same({ true }, results[4])
+        assert.is_true(qp.failed)
+      end)
+    end)
+  end)
 end)

@@ -47,11 +47,24 @@
 --   session.  stop()/close() of the client -> FAILURE too.
 -- * state_change_event: fn(state, qp), called from the event loop on every state change.
 -- * A SetPartitioner is kept alive by zklua until it reaches FAILURE (it acts on events).
+-- * Timeouts: wait_for_acquire(timeout) is kazoo's (default 30 s; false when it passes); the
+--   constructor's join (option timeout), release_set(timeout) and finish(timeout) take at
+--   most timeout seconds (default: the client's timeout), then raise TimeoutError while the
+--   work goes on in C (a later release_set/finish waits for it; a timed-out constructor
+--   leaves the party again).  A wait ends with ConnectionClosedError on stop()/close() and
+--   AuthFailedError on AUTH_FAILED.
+-- * Sharing: no turn is needed.  Every call only asks the C state machine for a step that
+--   is idempotent where it is under way (a release or finish started twice is one release)
+--   and then waits for a state every waiter sees; nothing is read then written in Lua, so
+--   coroutines sharing one partitioner each end when the state is reached, with no work done
+--   twice (zklua.recipes.base's waits).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local join = require("zklua.paths").join
 local waits = require "zklua.recipes.waits"
+local turn = require "zklua.recipes.turn"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -322,36 +335,65 @@ end
 -- ---------------------------------------------------------------- kazoo's API
 
 --- Waits (running the event loop) until the state is no longer ALLOCATING, at most timeout
--- seconds (default 30, as kazoo; math.huge: no limit).  Returns qp.acquired.
+-- seconds (default 30, as kazoo; math.huge: no limit).  Returns qp.acquired.  Raises
+-- ConnectionClosedError (the client stopped or closed) or AuthFailedError (AUTH_FAILED) when
+-- that ends the wait first.
 function SetPartitioner:wait_for_acquire(timeout)
   timeout = check.timeout("wait_for_acquire", timeout)
   if timeout == nil then timeout = 30 end
   local ud = self._ud
-  self.client.handler.wait(function() return ud:state() ~= "ALLOCATING" end, timeout)
+  local state = base.wait(self, function() return ud:state() ~= "ALLOCATING" end,
+                          base.deadline(timeout))
+  if state ~= "timeout" then
+    base.check_wait(state, errors.TimeoutError, "wait_for_acquire", self.path, timeout)
+  end
   return ud:state() == "ACQUIRED"
 end
 
+-- Waits for done() (the releases or the leave under way in C) at most timeout seconds (nil:
+-- the client's timeout): TimeoutError then (the work goes on in C, a later call waits for
+-- it); while disconnected at most a session timeout (then false: the nodes are deleted once
+-- reconnected, or vanish with the session).  Ends with ConnectionClosedError or
+-- AuthFailedError when the client is stopped, closed or AUTH_FAILED.
+local function wait_reachable(self, fname, timeout, done)
+  local client = self.client
+  if timeout == nil then timeout = client._timeout end
+  local ok, why = waits.while_reachable(client, done, base.deadline(timeout))
+  if ok then return true end
+  if why == "timeout" then
+    base.raise_timeout(errors.TimeoutError, fname, self.path, timeout)
+  end
+  if turn.ended(client) then turn.raise_ended(client, fname, self.path) end
+  return false
+end
+
 --- Releases the set (deletes every item lock, waiting for it) and allocates again.  In
--- ALLOCATING it starts the allocation over; in FAILURE it does nothing.  While disconnected
--- it waits at most a session timeout: then the locks count as released (they are deleted
--- once reconnected, or vanish with the session).
-function SetPartitioner:release_set()
+-- ALLOCATING it starts the allocation over; in FAILURE it does nothing.  timeout (beyond
+-- kazoo): seconds, default the client's timeout; TimeoutError then, the release going on.
+-- While disconnected it waits at most a session timeout: then the locks count as released
+-- (they are deleted once reconnected, or vanish with the session).
+function SetPartitioner:release_set(timeout)
+  timeout = check.timeout("release_set", timeout)
   local ud = self._ud
   if not self.client._session then return end
+  self.client:_check_wait()
   ud:release_set()
-  if not waits.while_reachable(self.client, function() return ud:state() ~= "RELEASE" end) then
+  if not wait_reachable(self, "release_set", timeout,
+                        function() return ud:state() ~= "RELEASE" end) then
     ud:release_in_background()
   end
 end
 
 --- Releases the set and leaves the party: FAILURE (kazoo's finish()).  Waits for the deletes
--- (at most a session timeout while disconnected).
-function SetPartitioner:finish()
+-- (timeout as release_set's; at most a session timeout while disconnected).
+function SetPartitioner:finish(timeout)
+  timeout = check.timeout("finish", timeout)
   local ud = self._ud
   active[self] = nil
   if not self.client._session then return end
+  self.client:_check_wait()
   ud:finish()
-  waits.while_reachable(self.client, function() return not ud:busy() end)
+  wait_reachable(self, "finish", timeout, function() return not ud:busy() end)
 end
 
 --- The items this member owns: while ACQUIRED, and in RELEASE until released (kazoo's
@@ -405,7 +447,7 @@ end
 local OPTIONS = {
   path = "string", set = "table", partition_func = "function", identifier = "string",
   time_boundary = "number", max_reaction_time = "number", state_change_event = "function",
-  conflict_timeout = "number",
+  conflict_timeout = "number", timeout = "number",
 }
 local POSITIONAL = { "path", "set", "partition_func", "identifier", "time_boundary",
                      "max_reaction_time", "state_change_event" }
@@ -469,12 +511,19 @@ function recipes.SetPartitioner(client, ...)
   local time_boundary = seconds(o.time_boundary, 30, "time_boundary")
   local max_reaction_time = seconds(o.max_reaction_time, 1, "max_reaction_time")
   local conflict_timeout = seconds(o.conflict_timeout, nil, "conflict_timeout", true)
+  check.timeout(FNAME, o.timeout)
+  client:_check_wait()
   local session = client:_usable_session(FNAME)
   if not conflict_timeout then -- a dead holder's session lingers a session timeout at most
     conflict_timeout = time_boundary + math.max(client:session_timeout(), client._timeout) +
                        10 * max_reaction_time
   end
-  for _, p in ipairs({ path, lock_path, party_path }) do client:ensure_path(p) end
+  local timeout = o.timeout
+  if timeout == nil then timeout = client._timeout end
+  local deadline = base.deadline(timeout)
+  for _, p in ipairs({ path, lock_path, party_path }) do
+    client:ensure_path_async(p):get(base.remaining(deadline))
+  end
   local ud = core.set_partitioner(session, path, identifier, time_boundary, conflict_timeout,
                                   client._default_acl)
   local self = setmetatable({
@@ -486,8 +535,13 @@ function recipes.SetPartitioner(client, ...)
   }, SetPartitioner)
   client:_add_notify_target(ud:id(), self)
   active[self] = true
-  -- kazoo joins the party in its constructor: so does this
-  client.handler.wait(function() return not ud:joining() or not client._session end)
+  -- kazoo joins the party in its constructor: so does this, within timeout
+  local joined = base.wait(self, function() return not ud:joining() end, deadline)
+  if joined ~= "done" then
+    active[self] = nil
+    ud:finish() -- the join goes on in C: leave again once it is done
+    base.check_wait(joined, errors.TimeoutError, FNAME, party_path, timeout, "joining the party")
+  end
   if ud:state() == "FAILURE" then
     active[self] = nil
     error(failure_error(self) or errors.KazooException("could not join the party", party_path), 0)

@@ -7,6 +7,7 @@
 -- waits go on for at most a session timeout.  LOST (expiry, stop, close): every wait ends;
 -- the C recipe has already failed or finished what it was doing.
 local core = require "zklua.core"
+local turn = require "zklua.recipes.turn"
 
 local waits = {}
 
@@ -36,19 +37,29 @@ function waits.until_abandoned(client, ud)
   end)
 end
 
---- True once done(); waits with no limit while connected and at most a session timeout while
--- disconnected: false then (the server has expired the session by that time; the C recipe
--- finishes its work once reconnected), or when the client is closed or its auth refused.
-function waits.while_reachable(client, done)
+--- True once done(); waits with no limit while connected (or until deadline, a
+-- core.monotonic() time: false, "timeout") and at most a session timeout while disconnected:
+-- false then (the server has expired the session by that time; the C recipe finishes its
+-- work once reconnected), or when the client is closed or its auth refused.
+function waits.while_reachable(client, done, deadline)
   local handler = client.handler
+  local function left() return deadline and math.max(deadline - core.monotonic(), 0) end
   while not done() do
-    if not client._session or client.client_state == "AUTH_FAILED" then return false end
+    if turn.ended(client) then return false end -- stopped, closed or AUTH_FAILED
+    if deadline and deadline <= core.monotonic() then return false, "timeout" end
     if client.state == "CONNECTED" then
-      handler.wait(function() return done() or client.state ~= "CONNECTED" end)
+      handler.wait(function()
+        return done() or client.state ~= "CONNECTED" or turn.ended(client) ~= nil
+      end, left())
     else
       local limit = math.max(client:session_timeout(), client._timeout)
-      if not handler.wait(function()
-        return done() or client.state == "CONNECTED" or client.client_state == "AUTH_FAILED"
+      local remaining = left()
+      if remaining and remaining < limit then
+        handler.wait(function()
+          return done() or client.state == "CONNECTED" or turn.ended(client) ~= nil
+        end, remaining)
+      elseif not handler.wait(function()
+        return done() or client.state == "CONNECTED" or turn.ended(client) ~= nil
       end, limit) then
         return false
       end
