@@ -837,4 +837,71 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("partition allocators", function()
+    it("coroutines sharing one allocator: each item acquired once, every wait ends", function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local acquired, released = {}, {}
+        local a = zk:PartitionAllocator{ path = env.root .. "/pa", identifier = "m1",
+          on_acquire = function(item) acquired[#acquired + 1] = item end,
+          on_release = function(item) released[#released + 1] = item end }
+        local starts = {}
+        for i = 1, 3 do
+          env.spawn(function()
+            local result = { pcall(a.start, a, { "q1", "q2", "q3" }, 20) }
+            starts[i] = result
+          end)
+        end
+        env.eventually(function() return starts[1] and starts[2] and starts[3] end)
+        local joined = 0
+        for i = 1, 3 do
+          if starts[i][1] then
+            joined = joined + 1
+          else
+            assert.is_true(errors.is(starts[i][2], errors.KazooException), tostring(starts[i][2]))
+          end
+        end
+        assert.are.equal(1, joined)
+        local settled = {}
+        for i = 1, 4 do
+          env.spawn(function()
+            local ok = a:wait_settled(20)
+            settled[i] = ok
+          end)
+        end
+        env.eventually(function() return #settled == 4 end)
+        assert.are.same({ true, true, true, true }, settled)
+        table.sort(acquired)
+        assert.are.same({ "q1", "q2", "q3" }, acquired)
+        -- an outage: stop(timeout) and start(seed, timeout) end at their timeout; stop() of the
+        -- client ends the waiters
+        server:node(1):pause()
+        raises(errors.TimeoutError, a.stop, a, 0.3)
+        server:node(1):resume()
+        assert.is_true(a:stop(20)) -- the timed-out leave went on: this one waits for it
+        table.sort(released)
+        assert.are.same({ "q1", "q2", "q3" }, released)
+        assert.are.same({}, zk:get_children(env.root .. "/pa/members"))
+        local b = zk:PartitionAllocator{ path = env.root .. "/pa", identifier = "m2" }
+        server:node(1):pause()
+        raises(errors.TimeoutError, b.start, b, nil, 0.3)
+        local results = {}
+        for i = 1, 2 do
+          env.spawn(function()
+            local result = { pcall(b.wait_settled, b, 60) }
+            results[i] = result
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 2 end)
+        zk:stop()
+        env.eventually(function() return results[1] and results[2] end)
+        for i = 1, 2 do
+          assert.is_false(results[i][1])
+          assert.is_true(errors.is(results[i][2], errors.ConnectionClosedError),
+                         tostring(results[i][2]))
+        end
+      end)
+    end)
+  end)
 end)

@@ -42,6 +42,16 @@
 --   add/remove from many members never lose an update.  A set (or an assignment) must fit in
 --   one znode: about 1 MiB of JSON (core.allocator_max_node); a bigger one is refused with a
 --   BadArgumentsError before anything is written.
+-- * Timeouts (Lua): start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
+--   most timeout seconds (default: the client's timeout): start and stop then raise
+--   TimeoutError (the leave goes on in the background), wait_settled returns false.  Every
+--   wait ends with ConnectionClosedError on zk:stop()/close() and AuthFailedError on
+--   AUTH_FAILED (stop() returns then: the nodes go with the session).
+-- * Sharing: no turn is needed.  start() checks and moves the C phase before it yields (a
+--   second start raises KazooException at once), stop() asks for an idempotent leave, and
+--   wait_settled only waits for a state every waiter sees; the rounds that run hooks are
+--   serialised by the object itself (one _process at a time, the others ask it to run again),
+--   so coroutines sharing one allocator never run a hook twice for one change.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -49,6 +59,7 @@ local bounded = require "zklua.bounded"
 local paths = require "zklua.paths"
 local Retry = require "zklua.retry"
 local waits = require "zklua.recipes.waits"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -365,10 +376,11 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
---- start(seed_partitions = {}, timeout = nil): joins the group.  seed_partitions becomes the
+--- start(seed_partitions = {}, timeout = the client's): joins the group.  seed_partitions becomes the
 -- set only when <path>/partitions does not exist yet.  Returns once this member's node exists
 -- and members, set and assignment were read (items are claimed from then on); raises the
--- ZooKeeper error that stopped it, or TimeoutError after timeout seconds (then it stops).
+-- ZooKeeper error that stopped it, TimeoutError after timeout seconds (then it leaves in the
+-- background), ConnectionClosedError or AuthFailedError when the client ends first.
 function Allocator:start(seed, timeout)
   local client = self.client
   usable(client, "start")
@@ -390,28 +402,35 @@ function Allocator:start(seed, timeout)
     errors.raise(errors.ConnectionClosedError, "start: cannot join (" .. tostring(why) .. ")",
                  self.path)
   end
-  local ready = client.handler.wait(function()
-    return ud:ready() or ud:phase() == "idle" or not client._session
-  end, timeout)
+  if timeout == nil then timeout = client._timeout end
+  local state = base.wait(self, function()
+    return ud:ready() or ud:phase() == "idle"
+  end, base.deadline(timeout))
   self:_process()
-  if ud:phase() == "idle" or not client._session then
+  if ud:phase() == "idle" or not client._session or state == "closed" then
     self:_unregister()
+    if state == "closed" then base.raise_closed("start", self.path) end
     error(self.error or errors.from_code(ud:rc() ~= 0 and ud:rc() or ZCLOSING, self.path), 0)
   end
-  if not ready then
-    self:stop()
+  if state == "auth_failed" then
+    self:stop(0)
+    base.raise_auth_failed("start", self.path)
+  end
+  if state == "timeout" then
+    pcall(self.stop, self, 0) -- the leave goes on in the background
     errors.raise(errors.TimeoutError, "start: not joined within " .. tostring(timeout) .. " s",
                  self.path)
   end
   return true
 end
 
---- stop(): leaves the group.  Every owned item is released (on_release, then its node is
+--- stop(timeout = the client's): leaves the group.  Every owned item is released (on_release, then its node is
 -- deleted) and the member node deleted; returns once done, or after a session timeout without
 -- a connection (the nodes then go in the background, or with the session).  Returns true if
 -- it was running.  Called from one of its own hooks, it starts the leave and returns at once
 -- (the releases run when the hook has returned).
-function Allocator:stop()
+function Allocator:stop(timeout)
+  timeout = check.timeout("stop", timeout)
   local ud, client = self._ud, self.client
   local phase = ud:phase()
   if phase == "idle" then return false end
@@ -421,10 +440,15 @@ function Allocator:stop()
     return true
   end
   self:_process()
+  if timeout == nil then timeout = client._timeout end
   -- false: finishes in the background once reconnected (or with the session)
-  waits.while_reachable(client, function() return ud:phase() == "idle" end)
+  local _, why = waits.while_reachable(client, function() return ud:phase() == "idle" end,
+                                       base.deadline(timeout))
   self:_process()
   if ud:phase() == "idle" or not client._session then self:_unregister() end
+  if why == "timeout" and timeout > 0 then
+    base.raise_timeout(errors.TimeoutError, "stop", self.path, timeout, "the leave")
+  end
   return true
 end
 
@@ -569,20 +593,26 @@ end
 
 --- Waits (running the event loop) until, as far as this member knows after a round trip to
 -- the server, the assignment covers the live members and the whole set and this member owns
--- exactly its share: true, or false after timeout seconds (nil: no limit).
+-- exactly its share: true, or false after timeout seconds (nil: the client's timeout;
+-- math.huge: no limit).  Raises ConnectionClosedError / AuthFailedError when the client is
+-- stopped or closed / AUTH_FAILED first.
 function Allocator:wait_settled(timeout)
   timeout = check.timeout("wait_settled", timeout)
   not_from_a_hook(self, "wait_settled")
   local client = self.client
-  local deadline = timeout and core.monotonic() + timeout
+  if timeout == nil then timeout = client._timeout end
+  local deadline = base.deadline(timeout)
   if client.state == "CONNECTED" then -- watches for earlier changes arrive before its reply
-    pcall(client.exists, client, self.path)
+    local sync = client:exists_async(self.path)
+    pcall(sync.get, sync, base.remaining(deadline))
   end
-  local remaining = deadline and math.max(deadline - core.monotonic(), 0)
-  return client.handler.wait(function()
+  local state = base.wait(self, function()
     self:_process()
     return settled(self)
-  end, remaining)
+  end, deadline)
+  if state == "timeout" then return false end
+  base.check_wait(state, errors.TimeoutError, "wait_settled", self.path, timeout)
+  return true
 end
 
 function recipes.PartitionAllocator(client, opts)
