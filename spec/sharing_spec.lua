@@ -904,4 +904,49 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("elections", function()
+    it("coroutines awaiting one latch all see its leadership; a second run() is refused; " ..
+       "stop() ends awaiters", function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local path = env.root .. "/election"
+        local leader = other:Election(path, "leader")
+        leader:start()
+        assert.is_true(leader:await(20))
+        local e = zk:Election(path, "shared")
+        e:start()
+        local results = {}
+        for i = 1, 3 do
+          env.spawn(function()
+            local result = { pcall(e.await, e, 60) }
+            results[i] = result
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 3 end)
+        leader:stop(20)
+        env.eventually(function() return results[1] and results[2] and results[3] end)
+        for i = 1, 3 do assert.are.same({ true, true }, results[i]) end
+        assert.are.equal(1, #zk:get_children(path)) -- one node: led once
+        raises(errors.KazooException, e.run, e, function() end)
+        assert.is_true(e:stop(20))
+        local run_elected = false
+        local f = zk:Election(path, "runner")
+        assert.is_true(leader:start())
+        assert.is_true(leader:await(20))
+        local awaited = {}
+        env.spawn(function()
+          local result = { pcall(f.run, f, function() run_elected = true end) }
+          awaited[1] = result
+        end)
+        env.eventually(function() return env.handler.waiting() >= 1 end)
+        zk:stop()
+        env.eventually(function() return awaited[1] end)
+        assert.is_false(awaited[1][1])
+        assert.is_true(errors.is(awaited[1][2], errors.ConnectionClosedError),
+                       tostring(awaited[1][2]))
+        assert.is_false(run_elected)
+      end)
+    end)
+  end)
 end)

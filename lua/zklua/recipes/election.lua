@@ -40,6 +40,16 @@
 -- * is_running: a run() is under way or the latch is started.  A latch ends by stop(), by
 --   cancel() while not leading, when the client stops, or when the lock fails with an error
 --   that retries cannot fix (kept in election.error, logged, raised by await()).
+-- * Waiting (Lua): run() and await() wait to be elected, which has no end by design (kazoo's
+--   run blocks for ever): they end only when elected, on cancel() (run: false) or stop()
+--   (await: false), on zk:stop()/close() (ConnectionClosedError) or on AUTH_FAILED
+--   (AuthFailedError); await(timeout) also at its timeout.  start(timeout) and stop(timeout)
+--   wait only for a node being deleted: at most timeout seconds (default: the client's
+--   timeout), TimeoutError then.
+-- * Sharing: run() is the Lock's acquire (zklua.recipes.base: the object's turn); a second
+--   run() or start() on one object while one is under way raises KazooException at once, so
+--   coroutines never lead twice through one Election.  await() only waits for a state every
+--   waiter sees: any number of coroutines may await one latch.
 -- * fencing_token: while leader, the czxid of the leader's node, a number that grows with
 --   every new leader of the path (nil when not leader).
 local core = require "zklua.core"
@@ -47,6 +57,7 @@ local errors = require "zklua.errors"
 local check = require "zklua.check"
 local compat = require "zklua.compat"
 local locks = require "zklua.recipes.lock"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -144,8 +155,11 @@ function Election:_sync()
   if not ok then error(err, 0) end
 end
 
---- Joins the election without blocking.  Returns true, or false when already started.
-function Election:start()
+--- Joins the election without blocking (it waits only for an earlier stop() still deleting
+-- its node: at most timeout seconds, default the client's).  Returns true, or false when
+-- already started.
+function Election:start(timeout)
+  timeout = check.timeout("start", timeout)
   local client = self.client
   usable(client, "start")
   if self._mode == "latch" then return false end
@@ -154,10 +168,12 @@ function Election:start()
   end
   local ud = self._ud
   if ud:phase() == "abandoning" or ud:phase() == "releasing" then -- an earlier stop()
-    client.handler.wait(function()
+    local state = base.wait(self, function()
       local p = ud:phase()
       return (p ~= "abandoning" and p ~= "releasing") or client.state ~= "CONNECTED"
-    end)
+    end, base.deadline(timeout, client._timeout))
+    base.check_wait(state, errors.TimeoutError, "start", self.path, timeout or client._timeout,
+                    "the earlier stop()")
   end
   self.error = nil
   self._mode = "latch"
@@ -175,7 +191,9 @@ function Election:start()
 end
 
 --- Waits (running the event loop) until leader: true, or false after timeout seconds (nil:
--- no limit) or when the latch ended meanwhile.  Raises the error that ended a latch.
+-- no limit: waiting to be elected has no end by design) or when the latch ended meanwhile.
+-- Raises the error that ended a latch, ConnectionClosedError (the client stopped or closed)
+-- or AuthFailedError (AUTH_FAILED).
 function Election:await(timeout)
   timeout = check.timeout("await", timeout)
   if self._mode ~= "latch" then
@@ -183,17 +201,22 @@ function Election:await(timeout)
     errors.raise(errors.KazooException, "await: the election is not started (start() it)",
                  self.path)
   end
-  self.client.handler.wait(function()
+  local state = base.wait(self, function()
     self:_sync()
     return self._leading or self._mode ~= "latch"
-  end, timeout)
+  end, base.deadline(timeout))
   if self._mode ~= "latch" and self.error then error(self.error, 0) end
+  if state == "closed" or state == "auth_failed" then
+    base.check_wait(state, errors.TimeoutError, "await", self.path, timeout)
+  end
   return self._leading == true
 end
 
 --- Leaves the election: a leader releases (deletes its node, waiting as Lock:release does);
--- a waiting member withdraws its node.  Returns true if the latch was started.
-function Election:stop()
+-- a waiting member withdraws its node (waiting at most timeout seconds, default the client's:
+-- TimeoutError then, the withdrawal going on in C).  Returns true if the latch was started.
+function Election:stop(timeout)
+  timeout = check.timeout("stop", timeout)
   if self._mode ~= "latch" then return false end
   end_latch(self)
   local ud, client = self._ud, self.client
@@ -201,9 +224,13 @@ function Election:stop()
   local phase = ud:phase()
   if phase == "acquiring" then
     ud:cancel()
-    client.handler.wait(function()
-      return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED" or not client._session
-    end)
+    local state = base.wait(self, function()
+      return ud:phase() ~= "abandoning" or client.state ~= "CONNECTED"
+    end, base.deadline(timeout, client._timeout))
+    if state == "timeout" or state == "auth_failed" then -- the withdrawal goes on in C
+      base.check_wait(state, errors.TimeoutError, "stop", self.path, timeout or client._timeout,
+                      "withdrawing the node")
+    end
   elseif phase == "held" or phase == "releasing" then
     self.lock:release()
   end
