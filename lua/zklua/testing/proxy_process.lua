@@ -140,6 +140,7 @@ local function pump(c, way)
   return not (err and err ~= "timeout")
 end
 
+--- Answers a control command with one line (the test waits for it).
 local function answer(ctl, text)
   ctl.sock:settimeout(2)
   ctl.sock:send(text .. "\n")
