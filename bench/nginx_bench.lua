@@ -239,8 +239,12 @@ local function wrk(path, conns)
   local bad = tonumber(out:match("Non%-2xx or 3xx responses:%s*(%d+)") or 0)
   local socket_errors = out:match("Socket errors:[^\n]*")
   if not rps or bad > 0 or (socket_errors and conns <= 200) then
-    error(string.format("wrk %s at %d connections: %s, %d non-2xx answers\n%s", path, conns,
-                        socket_errors or "no Requests/sec", bad, out))
+    -- what the listening sockets and the workers were doing, to find out why
+    local state = shell(string.format("ss -Htlnp 'sport = :%d' 2>&1; for p in $(pgrep -P %d); " ..
+                                      "do echo worker $p $(cat /proc/$p/wchan 2>&1) " ..
+                                      "$(grep State /proc/$p/status 2>&1); done", port, master))
+    error(string.format("wrk %s at %d connections: %s, %d non-2xx answers\n%s\n%s", path,
+                        conns, socket_errors or "no Requests/sec", bad, out, state))
   end
   print(string.format("RESULT nginx_%s_c%d rps=%.1f p50_ms=%.4f p90_ms=%.4f p99_ms=%.4f",
                       path:sub(2), conns, rps, pct(50), pct(90), pct(99)))
