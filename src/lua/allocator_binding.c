@@ -20,11 +20,11 @@
  *   core.allocator_node_name(s) -> s escaped for a znode name
  *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
  *
- * The logic is in allocator.c; lua/zklua/recipes/allocator.lua runs the hooks and the
- * strategy when told to (a notify event, ZKL_ALLOCATOR_NOTIFY_NEWS, target a:id()): no Lua is
- * called from C.  SUSPENDED changes nothing here; LOST shows in the next take() (items lost)
- * and in the phase.  Collecting the userdata frees the allocator with zkl_allocator_free()
- * (a running one gives its items up in the background).
+ * The logic is in allocator.c; lua/zklua/recipes/allocator.lua runs the hooks and the strategy
+ * when told to (a notify event, ZKL_ALLOCATOR_NOTIFY_NEWS, target a:id()): no Lua is called
+ * from C.  Contract (SUSPENDED, LOST, stop): src/recipes/allocator.h; LOST shows here in the
+ * next take() (items lost) and in the phase.  Collecting the userdata frees the allocator with
+ * zkl_allocator_free() (a running one gives its items up in the background).
  */
 #include <errno.h>
 #include <math.h>

@@ -9,10 +9,9 @@
  *   barrier:busy(), barrier:outcome() -> "pending" | "done" | "gave_up" | "failed", rc
  *   barrier:entered(), barrier:node(), barrier:id(), barrier:inflight()
  *
- * The logic is in barrier.c; lua/zklua/recipes/barrier.lua waits and times out.  SUSPENDED:
- * the step under way is repeated after the reconnection.  LOST: the operation under way goes
- * on on the new session; an entered member's node expired, and C queues a notify event
- * (ZKL_BARRIER_NOTIFY_LOST, target barrier:id()); no Lua is called from C.  The userdata keeps
+ * Contract (SUSPENDED, LOST, stop): src/recipes/barrier.h; this file only converts.
+ * lua/zklua/recipes/barrier.lua waits and times out; the notify event ZKL_BARRIER_NOTIFY_LOST
+ * (target barrier:id()) reaches the Lua object; no Lua is called from C.  The userdata keeps
  * its session's userdata as a user value; once the session is closed the barrier is told to
  * forget it.  Collecting a barrier frees it with zkl_barrier_free().
  */

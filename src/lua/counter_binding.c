@@ -13,12 +13,10 @@
  *                        backing_off = a pause is under way }
  *   core.counter_repr(x) -> Python's repr of the float x
  *
- * The logic (reads, sets at a version, BadVersion retries after a backoff with jitter,
- * reconnection and expiry) is in
- * counter.c; lua/zklua/recipes/counter.lua checks arguments and waits.  SUSPENDED: the
- * operation under way waits for the reconnection.  LOST: it starts again on the new session.
- * The userdata keeps its session's userdata as a user value; once the session is closed the
- * counter is told to forget it.  Collecting a counter frees it with zkl_counter_free().
+ * Contract (SUSPENDED, LOST, stop, the backoff): src/recipes/counter.h; this file only
+ * converts.  lua/zklua/recipes/counter.lua checks arguments and waits.  The userdata keeps its
+ * session's userdata as a user value; once the session is closed the counter is told to forget
+ * it.  Collecting a counter frees it with zkl_counter_free().
  */
 #include <string.h>
 

@@ -13,11 +13,11 @@
  *   lease:inflight()
  *   core.utf8_valid(s) -> whether s is valid UTF-8
  *
- * The logic is in lease.c; lua/zklua/recipes/lease.lua waits, supplies the time and talks to
- * the user.  A lease is time-based: SUSPENDED and LOST change nothing once it is obtained;
- * during an attempt they end it (lease.c).  The userdata keeps its session's userdata as a
- * user value; once the session is closed the lease is told to forget it.  Collecting a lease
- * frees it with zkl_lease_free(): an attempt under way is abandoned in the background.
+ * Contract (SUSPENDED, LOST, stop): src/recipes/lease.h; this file only converts.
+ * lua/zklua/recipes/lease.lua waits, supplies the time and talks to the user.  The userdata
+ * keeps its session's userdata as a user value; once the session is closed the lease is told to
+ * forget it.  Collecting a lease frees it with zkl_lease_free(): an attempt under way is
+ * abandoned in the background.
  */
 #include <errno.h>
 #include <math.h>

@@ -12,9 +12,9 @@
  *   lock:fencing_token(), lock:id(), lock:inflight()
  *   core.lock_contenders({child, ...}) -> the contender names among them, in lock order
  *
- * The contract (SUSPENDED, LOST, stop, the notify codes) is src/recipes/lock.h's; this file
- * only converts.  lua/zklua/recipes/lock.lua waits, times out and talks to the user; no Lua is
- * ever called from C.  The userdata keeps its session's userdata alive (recipe_binding.h).
+ * Contract (SUSPENDED, LOST, stop, the notify codes): src/recipes/lock.h; this file only
+ * converts.  lua/zklua/recipes/lock.lua waits, times out and talks to the user; no Lua is ever
+ * called from C.  The userdata keeps its session's userdata alive (recipe_binding.h).
  * Collecting a lock frees it with zkl_lock_free(): an acquire under way is abandoned in the
  * background.
  */

@@ -12,13 +12,11 @@
  *   queue:waiting(), queue:value(), queue:entry(), queue:owner_id(), queue:step(),
  *   queue:id(), queue:inflight()
  *
- * The logic is in locking_queue.c; lua/zklua/recipes/queue.lua puts, waits, times out and
- * raises.  SUSPENDED: a holder keeps holding; an operation under way goes on once
- * reconnected.  LOST: a holder's claim is gone: its phase turns idle and C queues a notify
- * event (ZKL_LOCKING_QUEUE_NOTIFY_LOST, target queue:id()) that the client hands to the Lua
- * object; no Lua is called from C.  A get under way starts again on the new session.  The
- * userdata keeps its session's userdata as a user value; once the session is closed the queue
- * is told to forget it.  Collecting the userdata frees the queue with
+ * Contract (delivery, SUSPENDED, LOST, stop): src/recipes/locking_queue.h; this file only
+ * converts.  lua/zklua/recipes/queue.lua puts, waits, times out and raises; the notify event
+ * ZKL_LOCKING_QUEUE_NOTIFY_LOST (target queue:id()) reaches the Lua object; no Lua is called
+ * from C.  The userdata keeps its session's userdata as a user value; once the session is
+ * closed the queue is told to forget it.  Collecting the userdata frees the queue with
  * zkl_locking_queue_free() (a get under way is abandoned, its claim dropped).
  */
 #include <errno.h>

@@ -7,12 +7,11 @@
  *   party:phase() -> "idle" | "joining" | "joined" | "leaving"
  *   party:rc(), party:deleted(), party:node(), party:id(), party:inflight()
  *
- * The logic is in party.c; lua/zklua/recipes/party.lua waits and lists members.  SUSPENDED
- * changes nothing here (a member stays joined; a join or leave waits for the reconnection).
- * LOST: a joined member's phase turns idle and C queues a notify event (ZKL_PARTY_NOTIFY_LOST,
- * target party:id()) that the client hands to the Lua object; no Lua is called from C.  The
- * userdata keeps its session's userdata as a user value; once the session is closed the party
- * is told to forget it.  Collecting a party frees it with zkl_party_free().
+ * Contract (SUSPENDED, LOST, stop): src/recipes/party.h; this file only converts.
+ * lua/zklua/recipes/party.lua waits and lists members; the notify event ZKL_PARTY_NOTIFY_LOST
+ * (target party:id()) reaches the Lua object; no Lua is called from C.  The userdata keeps its
+ * session's userdata as a user value; once the session is closed the party is told to forget
+ * it.  Collecting a party frees it with zkl_party_free().
  */
 #include "../recipes/party.h"
 #include "bindings.h"

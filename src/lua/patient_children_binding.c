@@ -10,9 +10,8 @@
  *
  * The logic is in patient_children.c; lua/zklua/recipes/patient_children.lua turns its notify
  * events (SETTLED 2, CHANGED 3, FAILED 4, target watch:id()) into futures; no Lua is called
- * from C.  SUSPENDED: the boundary starts again once reconnected.  LOST: a settling round
- * re-reads on the new session; a settled one compares the children there.  The userdata keeps
- * its session's userdata as a user value; once the session is closed the watch is told to
+ * from C.  Contract (SUSPENDED, LOST, stop): src/recipes/patient_children.h.  The userdata
+ * keeps its session's userdata as a user value; once the session is closed the watch is told to
  * forget it.  Collecting the userdata frees the watch with zkl_patient_free().
  */
 #include "../recipes/patient_children.h"

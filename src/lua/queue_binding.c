@@ -9,12 +9,10 @@
  *   queue:value() -> the value got (binary string), queue:entry(), queue:ambiguous(),
  *   queue:step(), queue:inflight()
  *
- * The logic is in item_queue.c; lua/zklua/recipes/queue.lua puts, waits and raises.  A get
- * is at least once: a delete whose reply was lost is sent again, and the value is returned
- * even when the entry is gone by then (ambiguous()).  SUSPENDED and LOST: the step under way
- * runs again once CONNECTED.  The userdata keeps its session's userdata as a user value; once
- * the session is closed the queue is told to forget it.  Collecting the userdata frees the
- * queue with zkl_item_queue_free().
+ * Contract (delivery, SUSPENDED, LOST, stop): src/recipes/item_queue.h; this file only
+ * converts.  lua/zklua/recipes/queue.lua puts, waits and raises.  The userdata keeps its
+ * session's userdata as a user value; once the session is closed the queue is told to forget
+ * it.  Collecting the userdata frees the queue with zkl_item_queue_free().
  */
 #include "../recipes/item_queue.h"
 #include "bindings.h"

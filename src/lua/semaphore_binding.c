@@ -13,14 +13,12 @@
  *   sem:release_rc(), sem:checked(), sem:is_held(), sem:node(), sem:step(),
  *   sem:fencing_token(), sem:id(), sem:inflight()
  *
- * The logic is in semaphore.c; lua/zklua/recipes/semaphore.lua waits, times out and talks to
- * the user.  SUSPENDED changes nothing here (a holder stays held, an acquire waits).  LOST is
- * seen by the C semaphore itself: a holder's phase turns idle and it queues a notify event
- * (ZKL_SEM_NOTIFY_LOST, target sem:id()) that the client hands to the Lua object, which runs
- * the on_lost callbacks; no Lua is ever called from C.  The userdata keeps its session's
- * userdata as a user value; once the session is closed the semaphore is told to forget it.
- * Collecting a semaphore frees it with zkl_semaphore_free(): an acquire under way is
- * abandoned in the background.
+ * Contract (SUSPENDED, LOST, stop): src/recipes/semaphore.h; this file only converts.
+ * lua/zklua/recipes/semaphore.lua waits, times out and talks to the user; the C notify event
+ * ZKL_SEM_NOTIFY_LOST (target sem:id()) reaches the Lua object, which runs the on_lost
+ * callbacks; no Lua is ever called from C.  The userdata keeps its session's userdata as a user
+ * value; once the session is closed the semaphore is told to forget it.  Collecting a semaphore
+ * frees it with zkl_semaphore_free(): an acquire under way is abandoned in the background.
  */
 #include "../recipes/semaphore.h"
 #include "bindings.h"

@@ -10,14 +10,15 @@
  *   sp:wanted() -> attempt, {member node name, ...} while a partition is wanted, else nil
  *   sp:assign(attempt, {name, ...}) -> true when taken, false when stale
  *   sp:fail(attempt), sp:release_set(), sp:release_in_background(), sp:set_changed(),
- *   sp:finish(), sp:joining(), sp:busy(), sp:items() -> {name, ...}, sp:fencing_token(name) -> token | nil,
+ *   sp:finish(), sp:joining(), sp:busy(), sp:items() -> {name, ...},
+ *   sp:fencing_token(name) -> token | nil,
  *   sp:node(), sp:id(), sp:inflight()
  *
  * The state machine is C; lua/zklua/recipes/partitioner.lua computes partitions (the notify
  * ZKL_SP_NOTIFY_PARTITION, target sp:id()), waits and talks to the user.  Every call is a safe
- * point at which the partitioner frees the locks it let go.  SUSPENDED and LOST are handled in
- * C (see set_partitioner.h); the Lua object hears each state change as a notify event
- * (ZKL_SP_NOTIFY_STATE + state), so user callbacks run from Lua, never from C.
+ * point at which the partitioner frees the locks it let go.  Contract (SUSPENDED, LOST,
+ * stop): src/recipes/set_partitioner.h.  The Lua object hears each state change as a notify
+ * event (ZKL_SP_NOTIFY_STATE + state), so user callbacks run from Lua, never from C.
  */
 #include <netdb.h>
 #include <stdlib.h>

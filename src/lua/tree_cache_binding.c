@@ -13,12 +13,12 @@
  *   cache:phase() -> "latent" | "started" | "closed"
  *   cache:initialized(), cache:size(), cache:id(), cache:inflight()
  *
- * The cache's logic is in tree_cache.c; lua/zklua/recipes/tree_cache.lua runs the listeners.
- * SUSPENDED and LOST are seen by the C cache itself, which queues CONNECTION_* events and
- * re-reads the tree on CONNECTED; it tells the Lua object that events wait with a notify
- * event (ZKL_TREE_CACHE_NOTIFY_EVENTS, target cache:id()), so no Lua is called from C.  The
- * userdata keeps its session's userdata as a user value; once the session is closed the
- * cache is told to forget it (its content stays readable).  Collecting a cache frees it.
+ * Contract (SUSPENDED, LOST, stop): src/recipes/tree_cache.h; this file only converts.
+ * lua/zklua/recipes/tree_cache.lua runs the listeners: the C cache tells the Lua object that
+ * events wait with a notify event (ZKL_TREE_CACHE_NOTIFY_EVENTS, target cache:id()), so no Lua
+ * is called from C.  The userdata keeps its session's userdata as a user value; once the
+ * session is closed the cache is told to forget it (its content stays readable).  Collecting a
+ * cache frees it.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -39,7 +39,10 @@
  *   ephemeralOwner) before anything else is done with that item.
  * - SUSPENDED (connection lost, session alive): nothing is claimed; held items stay held
  *   (their nodes live as long as the session); reads, deletes and a publish that failed on
- *   the connection are repeated once CONNECTED.
+ *   the connection are repeated once CONNECTED.  If the session expires during the outage the
+ *   server deletes the nodes and other members may take the items BEFORE this member
+ *   reconnects and hears LOST: until then what it was told it holds is stale, which is what
+ *   the fencing tokens are for.
  * - LOST (session expired): the member and owner nodes are gone: every item the owner was
  *   told about is reported in news.lost, nothing is held.  With rejoin, the member joins
  *   again on the new session (a new member node) and follows the assignment again;

@@ -7,7 +7,8 @@
  *   DoubleBarrier: enter creates <path>/<uuid4 hex> EPHEMERAL holding the identifier (the
  *     path is created with its parents when missing), sets an exists watch on <path>/ready
  *     and lists <path>: with >= num_clients children it creates <path>/ready (persistent),
- *     else it waits for ready to appear.  leave deletes ready, then loops: no children: done;
+ *     else it waits for ready to appear; an enter that finds ready already there counts as
+ *     entered (kazoo's would wait for ever).  leave deletes ready, then loops: no children: done;
  *     only its own node: delete it, done; the lowest node (by name) waits for the highest to
  *     go; every other member deletes its own node and waits for the lowest to go.
  *

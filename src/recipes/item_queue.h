@@ -6,8 +6,9 @@
  * the names sort in the queue's order.  Putting is a plain create (Lua).  A get lists the
  * children (kazoo keeps that sorted list and works through it on later gets, listing again
  * when it runs out), reads the first entry's value, then deletes the entry; an entry gone
- * meanwhile (another consumer took it) moves on to the next.  An empty queue (or a missing
- * path) ends the get with EMPTY: a get never waits for items.
+ * meanwhile (another consumer took it) moves on to the next.  So an item put later with a
+ * lower priority comes after the list already read.  An empty queue (or a missing path) ends
+ * the get with EMPTY: a get never waits for items.
  *
  * Delivery is AT LEAST ONCE: an item is never lost by a get.  A delete whose reply was lost
  * (connection loss, operation timeout, session expiry, or the session stopped) may have been

@@ -15,7 +15,9 @@
  *   the changes to that set, in the order the server made them for each node.  A removed
  *   subtree is reported children first.  A node deleted and created again under the same
  *   name (a new czxid) is reported as removed (with its old subtree) and added again.
- * - INITIALIZED comes once, after the first full load: every node read, nothing in flight.
+ * - INITIALIZED comes once, after the first full load: every node read, nothing in flight;
+ *   not again after a LOST (kazoo's sends it again).  At most READ_WINDOW (1000) reads are in
+ *   flight, so loading a big tree does not hold all its requests at once.
  * - SUSPENDED (connection lost): CONNECTION_SUSPENDED is queued; the cache keeps what it has.
  *   Reads that failed on the connection are repeated when it comes back.
  * - CONNECTED again: CONNECTION_RECONNECTED is queued, then every cached node is read again
@@ -25,7 +27,8 @@
  *   its (now unwatched) content, and re-reads and reports the differences as above once a new
  *   session is CONNECTED.
  * - The root may be missing, deleted or created again: the cache then watches for it with an
- *   exists watch and loads it when it appears.
+ *   exists watch and loads it when it appears (a deleted root is reported NODE_REMOVED with
+ *   its subtree, a created one NODE_ADDED).
  * - A read the server refuses (e.g. ZNOAUTH) queues a FAULT event with the path and the code.
  * - zkl_tree_cache_close() stops everything at once: no event is queued after it and the
  *   queued ones are dropped.  zkl_tree_cache_free() with reads or watches still out leaves a

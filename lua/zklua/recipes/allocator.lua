@@ -11,38 +11,31 @@
 --   a:add_partitions({"q4"}); a:remove_partitions({"q1"})
 --   a:stop()
 --
--- What it guarantees:
--- * No two live members ever own one item, whatever strategies they run (different, buggy,
---   non-deterministic, or changed while running): owning an item IS holding its EPHEMERAL
---   owner node <path>/owners/<item>, and a member starts work on an item (on_acquire, then
---   `allocation`) only once it created that node; it deletes the node only after on_release
---   returned.  Each item's fencing token is its node's czxid: it grows with every new owner,
---   so a downstream store can refuse the writes of an owner that was replaced.
--- * Re-division as soon as members or the set change: the leader (the member that joined
---   first, the oldest member node) computes the assignment with ITS strategy and publishes it
---   with a generation number; every member releases what it lost, then claims what it gained
---   (a claim waits for the previous owner's node to go).  A strategy that raises, runs over
---   strategy_timeout, or returns an invalid assignment (an item missing or twice, an unknown
---   member or item) is logged and round_robin is used instead, so every item stays covered.
--- * Hooks and strategies run from Lua (from the event loop, never inside a C call).  Each
---   on_release/on_acquire call is bounded by max_reaction_time: a hook still running then is
---   stopped with an error (zklua.bounded) and the item is handed over anyway.
--- * SUSPENDED (connection lost, session alive): no new claims; owned items stay owned (their
---   nodes live as long as the session), hooks do not run.  If the session expires during the
---   outage, the server deletes the nodes and other members may take the items BEFORE this
---   member reconnects and hears LOST: until then its `allocation` is stale — this is what the
---   fencing tokens are for.
--- * LOST (session expired): every owned item is reported lost: allocation is empty and
---   on_rebalance(new = {}, old, info) runs with everything in info.lost and
---   info.session_lost = true (on_release does not run: the nodes are gone already).  With
---   rejoin = true (default) the member joins again on the new session and gets items again;
---   otherwise it stops (state "idle", allocator.error = SessionExpiredError).  zk:stop() is
---   a LOST that always stops.
+-- The allocator is the C state machine of src/recipes/allocator.c.  Its contract — layout,
+-- leader, claims, no two live members ever owning one item (owning it IS holding its
+-- EPHEMERAL owner node), fencing tokens, and what SUSPENDED (no new claims, owned items stay
+-- owned; a stale allocation is what the tokens are for) and LOST (every item reported lost;
+-- rejoin or stop) do — is stated once, in src/recipes/allocator.h.  What this layer adds:
+--
+-- * The leader computes the assignment with ITS strategy (zklua.strategies; allocator_fn
+--   returns {member -> items}).  A strategy that raises, runs over strategy_timeout, or
+--   returns an invalid assignment (an item missing or twice, an unknown member or item) is
+--   logged and round_robin is used instead, so every item stays covered.
+-- * Hooks and strategies run from Lua (from the event loop, never inside a C call).  A member
+--   runs on_acquire(item, token) only once it created the item's node, and the node is
+--   deleted only after on_release(item) returned.  Each on_release/on_acquire call is bounded
+--   by max_reaction_time: a hook still running then is stopped with an error (zklua.bounded)
+--   and the item is handed over anyway.
+-- * On LOST: allocation is empty and on_rebalance(new = {}, old, info) runs with everything in
+--   info.lost and info.session_lost = true (on_release does not run: the nodes are gone
+--   already).  With rejoin = true (default) the member joins again; otherwise it stops
+--   (state "idle", allocator.error = SessionExpiredError).  zk:stop() is a LOST that always
+--   stops.
 -- * The set is one JSON array in <path>/partitions, changed by compare-and-set, so concurrent
 --   add/remove from many members never lose an update.  A set (or an assignment) must fit in
 --   one znode: about 1 MiB of JSON (core.allocator_max_node); a bigger one is refused with a
 --   BadArgumentsError before anything is written.
--- * Timeouts (Lua): start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
+-- * Timeouts: start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
 --   most timeout seconds (default: the client's timeout): start and stop then raise
 --   TimeoutError (the leave goes on in the background), wait_settled returns false.  Every
 --   wait ends with ConnectionClosedError on zk:stop()/close() and AuthFailedError on

@@ -5,33 +5,24 @@
 --   local d = zk:DoubleBarrier("/app/round", 3, "worker-1")
 --   d:enter(60); ... work ...; d:leave(60)
 --
--- The state machines are C (src/recipes/barrier.c); nodes are kazoo's, so kazoo and zklua
--- processes share a barrier.  Barrier: up while <path> exists; create() = ensure_path,
--- remove() = delete (true, or false when it was not there), wait(timeout) = an exists watch
--- until <path> is deleted: true when gone, false on timeout (nil: no limit).
--- DoubleBarrier (kazoo's algorithm): enter creates the EPHEMERAL <path>/<uuid4 hex> holding
--- the identifier (default "<hostname>-<pid>", as kazoo), and whoever sees >= num_clients
--- children creates <path>/ready, which the others wait for; leave deletes ready, then the
--- lowest member waits for the highest to go while every other member deletes its own node
--- and waits for the lowest.  Waiting uses the client's handler, so callbacks keep running.
+-- The waits are the C state machine of src/recipes/barrier.c, on kazoo's nodes (kazoo and
+-- zklua processes share a barrier).  Its contract — layout, kazoo's algorithm, and what
+-- SUSPENDED (connection lost: the step is repeated) and LOST (session expired: the operation
+-- goes on on the new session) do — is stated once, in src/recipes/barrier.h.  What this
+-- layer adds:
 --
--- * enter(timeout) -> true once entered; false on timeout (its node is deleted in the
---   background, kazoo's best-effort clean-up).  leave(timeout) -> true once every member has
+-- * Barrier: create() = ensure_path, remove() = delete (true, or false when it was not
+--   there), wait(timeout) -> true once <path> is gone, false on timeout (nil: no limit).
+-- * DoubleBarrier(path, num_clients, identifier): the identifier defaults to
+--   "<hostname>-<pid>" (as kazoo).  enter(timeout) -> true once entered; false on timeout
+--   (its node is deleted in the background).  leave(timeout) -> true once every member has
 --   left; false on timeout (its node may already be deleted).  Unlike kazoo, which swallows
---   ZooKeeper errors in enter/leave, errors are raised (after the clean-up); and unlike kazoo
---   (which then waits forever), an enter that finds ready already there counts as entered.
--- * SUSPENDED (connection lost, session alive): the step under way is repeated after the
---   reconnection; a watch set before it survives; participating does not change.
--- * LOST (session expired): watches and ephemeral nodes are gone.  A Barrier wait watches
---   again on the new session.  An enter under way starts again (its node is re-created) on
---   the new session; a leave goes on from listing the children.  An entered member's node
---   expired: it stays entered (the barrier was passed), every on_lost(fn) runs fn(barrier),
---   and its leave still waits for the other members.  stop() fails an operation under way
---   with ConnectionClosedError.
---
--- Sharing (zklua.recipes.base): wait, enter and leave from coroutines sharing one object take
--- turns (a timeout counts the wait for the turn, then false); a waiting call ends with
--- ConnectionClosedError when the client stops.
+--   ZooKeeper errors in enter/leave, errors are raised (after the clean-up).
+-- * on_lost(fn): fn(barrier) runs when an entered member's node expired (it stays entered).
+-- * A waiting call ends with ConnectionClosedError when the client stops or closes and
+--   AuthFailedError on AUTH_FAILED.
+-- * Sharing (zklua.recipes.base): wait, enter and leave from coroutines sharing one object
+--   take turns (a timeout counts the wait for the turn, then false).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"

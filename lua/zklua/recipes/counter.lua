@@ -6,11 +6,11 @@
 --   local k = zk:Counter("/app/n", 0, { support_curator = true }) -- curator's SharedCount
 --   local g = zk:Counter("/app/g", 1, { float = true })  -- a float counter under LuaJIT too
 --
--- The state machine is C (src/recipes/counter.c); the node and its data are kazoo's, so kazoo
--- and zklua processes share a counter: data = the ASCII repr of the value ("3" for an int
--- counter, never "3.0"; "3.5" for a float one), empty data = the default, and with
--- support_curator a 4-byte big-endian signed int.  An update is a set at the version read,
--- read again and retried on BadVersion, so concurrent adds sum exactly.
+-- The counter is the C state machine of src/recipes/counter.c, on kazoo's node and data
+-- format (kazoo and zklua processes share a counter; concurrent adds sum exactly).  Its
+-- contract — the data format, BadVersion retries, and what SUSPENDED (connection lost: the
+-- operation waits and goes on) and LOST (session expired: it starts again, nothing is lost)
+-- do — is stated once, in src/recipes/counter.h.  What this layer adds:
 --
 -- * The counter's type follows default: an integer default makes an int counter, which
 --   takes integers only (add(1.5) raises BadArgumentsError before anything is sent, as kazoo
@@ -21,16 +21,10 @@
 -- * Data that is not a value of the counter's type raises KazooException (kazoo: ValueError);
 --   a sum that overflows 64 bits (32 for curator) raises BadArgumentsError and nothing is
 --   written.
--- * SUSPENDED (connection lost, session alive): add/value wait for the reconnection and go
---   on.  A set whose reply was lost counts as applied when the node then holds exactly what
---   it wrote at exactly the next version (kazoo re-adds blindly).
--- * LOST (session expired): the operation under way starts again on the new session; the
---   counter is a persistent node, so nothing is lost.  stop()/close() during an operation
---   raises ConnectionClosedError.
--- * Waiting uses the client's handler, so callbacks and other clients keep running.
 -- * Timeouts: add(n, timeout), sub(n, timeout), get(timeout) raise TimeoutError after
 --   timeout seconds (default: the client's timeout; counter.value uses it); a timed-out add
 --   goes on in C and may still be applied, and the next call waits for it to end first.
+--   zk:stop()/close() raises ConnectionClosedError, AUTH_FAILED AuthFailedError.
 -- * Sharing (zklua.recipes.base): calls from coroutines sharing one counter take turns; add
 --   and sub return self, pre, post: the values of that call (the fields show the last one's).
 local core = require "zklua.core"

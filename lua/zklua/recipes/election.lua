@@ -11,7 +11,7 @@
 --
 -- An Election IS a Lock on its path (kazoo: `self.lock = client.Lock(path, identifier)`): the
 -- same `<uuid>__lock__<seq>` nodes holding the identifier, the state machine of
--- src/recipes/lock.c (retries, create-reply adoption, SUSPENDED/LOST handling), so kazoo
+-- src/recipes/lock.c (its contract, SUSPENDED and LOST included: src/recipes/lock.h), so kazoo
 -- Elections, kazoo Locks and zklua members of one path exclude each other.  The leader is the
 -- contender with the lowest sequence.  `election.lock` is that Lock.
 --

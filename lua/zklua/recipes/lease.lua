@@ -6,31 +6,23 @@
 --   local multi = zk:MultiNonBlockingLease(2, "/leases/reporters", 600)
 --   if multi.obtained then report() end
 --
--- The attempt is a C state machine (src/recipes/lease.c) on kazoo 2.8's znodes, so kazoo and
--- zklua processes share a lease: it runs under a kazoo Lock at <path> and reads and writes
--- the PERSISTENT record <path>/lease_holder, kazoo's JSON byte for byte:
---   {"version": 1, "holder": "<identifier>", "end": "YYYY-MM-DDTHH:MM:SS"}   (naive UTC)
--- The lease is obtained when there is no record, when the record is this identifier's (a
--- renewal: the end moves to now + duration), or when its end has passed; it is refused while
--- another identifier's end has not passed, and when the record has another version.  A record
--- kazoo could not read raises KazooException.  MultiNonBlockingLease(count, ...) tries
--- <path>/0 .. <path>/<count-1> in order and stops at the first one obtained.
+-- The attempt is the C state machine of src/recipes/lease.c, on kazoo 2.8's znodes and JSON
+-- record (kazoo and zklua processes share a lease).  Its contract — the record, when a lease
+-- is obtained or refused, and what SUSPENDED and LOST do (nothing once obtained: a lease is
+-- time-based; during an attempt they end it with ConnectionLoss or SessionExpiredError) — is
+-- stated once, in src/recipes/lease.h.  What this layer adds:
 --
+-- * MultiNonBlockingLease(count, ...) tries <path>/0 .. <path>/<count-1> in order and stops at
+--   the first one obtained.  A record kazoo could not read raises KazooException.
 -- * duration is in seconds (kazoo: a timedelta); the end is written in whole seconds.
 -- * identifier: default (nil or "", as kazoo) the host's name, socket.gethostname()'s; it must
 --   be UTF-8 text (it is stored in JSON).  Renew by using the same identifier.
 -- * utcnow: a function returning the current UTC time as seconds since the epoch (default:
 --   the system clock, zklua.core.utcnow); kazoo's returns a datetime.  It is called once the
---   internal lock is held, as kazoo's.  Times are UTC whatever the local time zone; clocks of
---   the hosts sharing a lease must be roughly in step (kazoo's caveat).
--- * A lease is time-based, not tied to a session: SUSPENDED and LOST change nothing once it is
---   obtained (obtained stays true and the record stands until its end, even if this process
---   dies), and nothing releases it early.
--- * Obtaining needs the connection: when the client is not CONNECTED it raises ConnectionLoss
---   at once (ConnectionClosedError when it is stopped), and a connection loss or session
---   expiry during the attempt raises ConnectionLoss or SessionExpiredError (the record may or
---   may not have been written then, as with kazoo; renewing settles it).  The internal lock
---   is released in every case.
+--   internal lock is held, as kazoo's.  Clocks of the hosts sharing a lease must be roughly
+--   in step (kazoo's caveat).
+-- * When the client is not CONNECTED the constructor raises ConnectionLoss at once
+--   (ConnectionClosedError when it is stopped).
 -- * Timeout (beyond kazoo, whose constructors have none): the attempt (all the slots of a
 --   MultiNonBlockingLease) takes at most timeout seconds, the trailing argument (default:
 --   the client's timeout), then raises TimeoutError; stop()/close() raise

@@ -5,33 +5,26 @@
 --   lock:with(function() ... end)                          -- released even on error
 --   lock:on_lost(function(l) ... end)                       -- the session expired
 --
--- The state machine is C (src/recipes/lock.c): nodes, ordering and retries are kazoo's, so
--- kazoo and zklua processes share a lock path.  Lock and WriteLock take `__lock__` nodes and
--- wait for every contender before them; ReadLock takes `__rlock__` nodes and waits only for
--- the `__lock__` nodes before it (readers share).  Waiting uses the client's handler, so
--- watch callbacks and other clients keep running meanwhile.
+-- The lock is the C state machine of src/recipes/lock.c, on kazoo's nodes (kazoo and zklua
+-- processes share a lock path).  Its contract — layout, ordering, fencing token, and what
+-- SUSPENDED (connection lost: a holder keeps the lock) and LOST (session expired: an ephemeral
+-- holder no longer holds it) do — is stated once, in src/recipes/lock.h.  What this layer adds:
 --
 -- * acquire(blocking = true, timeout = nil, ephemeral = true) -> true, or false when
 --   non-blocking and held elsewhere, or when the caller already holds it (kazoo); raises
 --   LockTimeout (its node deleted) when timeout seconds pass, CancelledError when cancel()
 --   ends it (kazoo's; `cancelled` says one is pending: a cancel with no acquire under way
---   cancels the next one), ConnectionClosedError when the client stops, and a ZooKeeper
---   error that retries cannot fix (after its node is deleted).  The timeout never ends an
---   acquire before it has looked at the contenders once, unless the connection is down.
--- * Sharing (zklua.recipes.base): coroutines sharing one lock object queue for it in
---   arrival order and hold it in turn, never two at once; the timeout counts the queueing.
--- * SUSPENDED (connection lost, session alive): a holder keeps the lock (is_acquired stays
---   true, as kazoo); an acquire waits for the reconnection and goes on.
--- * LOST (session expired): an ephemeral holder's node is gone: is_acquired becomes false and
---   every on_lost(fn) callback runs fn(lock).  An acquire under way starts again on the new
---   session.  Persistent locks (ephemeral = false) survive an expiry.  stop() is a LOST too.
--- * fencing_token: the czxid of the holder's node, a number that grows with every new holder
---   of the path (nil when not held).
+--   cancels the next one), ConnectionClosedError when the client stops, AuthFailedError on
+--   AUTH_FAILED, and a ZooKeeper error that retries cannot fix (after its node is deleted).
+--   The timeout never ends an acquire before it has looked at the contenders once, unless
+--   the connection is down.
+-- * on_lost(fn): fn(lock) runs when a holder learns of LOST (is_acquired turns false);
+--   zk:stop() is a LOST too.
 -- * release() waits for the delete.  While disconnected it waits at most a session timeout:
 --   then an ephemeral lock counts as released (the node goes with the session, or is deleted
 --   in the background once reconnected); a persistent one raises ConnectionLoss.
--- * A lock collected while held keeps its node until the session ends (as kazoo); one
---   collected during an acquire deletes its node in the background.
+-- * Sharing (zklua.recipes.base): coroutines sharing one lock object queue for it in
+--   arrival order and hold it in turn, never two at once; the timeout counts the queueing.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"

@@ -9,42 +9,26 @@
 --     elseif qp.allocating then qp:wait_for_acquire() end
 --   end
 --
--- The state machine is C (src/recipes/set_partitioner.c); the nodes are kazoo's, so kazoo and
--- zklua members of one path split one set: the member joins <path>/party as a ShallowParty
--- (<uuid4 hex>-<identifier>) and owns an item by holding the Lock <path>/locks/<item>.  The
--- partition function runs here, in Lua, when the C side asks for it.
+-- The partitioner is the C state machine of src/recipes/set_partitioner.c, on kazoo's nodes
+-- (kazoo and zklua members of one path split one set).  Its contract — layout, the states
+-- ALLOCATING / ACQUIRED / RELEASE / FAILURE, ownership through the items' locks, the end of
+-- endless ALLOCATING (kazoo #392), and what SUSPENDED (no new claims; ACQUIRED held for a
+-- third of the session timeout, then RELEASE) and LOST (FAILURE, as kazoo) do — is stated
+-- once, in src/recipes/set_partitioner.h.  What this layer adds:
 --
--- * States (kazoo's): ALLOCATING -> ACQUIRED once every lock of this member's share is held;
---   ACQUIRED -> RELEASE when the party changes (or update_set() changed the set); RELEASE ->
---   ALLOCATING through release_set(); FAILURE (unrecoverable: make a new SetPartitioner) on
---   LOST, finish(), a conflict (below), a partition_func error or a ZooKeeper error that
---   retries cannot fix.  qp.error says why (nil after finish()).
--- * Allocation waits until the party stayed unchanged for time_boundary seconds, then calls
---   partition_func(identifier, members, set) (default: kazoo's round-robin stride over the
---   sorted set and the sorted members) and acquires all the share's locks at once.  A party
---   change meanwhile abandons the attempt and starts over.
+-- * partition_func(identifier, members, set) runs here, in Lua, when the C side asks for it
+--   (default: kazoo's round-robin stride over the sorted set and the sorted members); an
+--   error it raises is a FAILURE.  qp.error says why FAILURE (nil after finish()); a conflict
+--   is a LockTimeout naming the item and its holder.
 -- * Items are strings or numbers (not mixed), distinct, each usable as a znode name.  An item
 --   names its lock as Python's str() would: strings as they are, integral numbers as ints
 --   ("3"), other numbers as Python's repr of a float ("0.5"); so kazoo members with the same
 --   set lock the same nodes.  Sorting is Python's: strings bytewise, numbers numerically.
--- * No two members ever own an item at once: ownership is the item's lock.  fencing_token(item)
---   is that lock's token (its node's czxid), which grows with every owner of the item.
--- * No endless ALLOCATING (kazoo #392): when members hold different sets (or partition
---   functions) two of them may want one item; if the acquire is still incomplete
---   conflict_timeout seconds after it started (party unchanged, connected) and one of its
---   locks waits behind another contender, the partitioner releases what it holds, leaves the
---   party and goes to FAILURE with qp.error a LockTimeout naming the item and its holder.
---   Default conflict_timeout: time_boundary + the session timeout + 10 * max_reaction_time
+-- * conflict_timeout default: time_boundary + the session timeout + 10 * max_reaction_time
 --   (a holder that died, or the previous process of a restarted member with the same
 --   identifier, holds its locks until its session expires).
--- * Dynamic set (kazoo #386): update_set(new_set) -> ACQUIRED becomes RELEASE, an allocation
---   under way starts over with the new set.  Each member has its own set: update every member.
--- * SUSPENDED (connection lost, session alive): no new claims — a settle window starts again
---   once reconnected and lock acquires wait.  ACQUIRED stays ACQUIRED for a third of the
---   session timeout (no other member can own an item before the server expires the session),
---   then becomes RELEASE if still disconnected.
--- * LOST (session expired) -> FAILURE (as kazoo): the locks and the party node went with the
---   session.  stop()/close() of the client -> FAILURE too.
+-- * update_set(new_set) (kazoo #386): each member has its own set: update every member.
+-- * fencing_token(item) is the item's lock token.
 -- * state_change_event: fn(state, qp), called from the event loop on every state change.
 -- * A SetPartitioner is kept alive by zklua until it reaches FAILURE (it acts on events).
 -- * Timeouts: wait_for_acquire(timeout) is kazoo's (default 30 s; false when it passes); the

@@ -6,30 +6,22 @@
 --   p:on_lost(function(party) ... end)          -- the session expired while joined
 --   local s = zk:ShallowParty("/app/names", "worker-1")   -- the identifier is in the name
 --
--- The state machine is C (src/recipes/party.c); nodes are kazoo's, so kazoo and zklua
--- processes share a party: Party makes the EPHEMERAL node <path>/<uuid4 hex>__party__ holding
--- the identifier and its members are the data of the children whose names contain
--- __party__; ShallowParty makes <path>/<uuid4 hex>-<identifier> and its members are the
--- names after their first '-' (every child counts, as in kazoo).  The path is created with
--- its parents when missing.  Waiting uses the client's handler, so callbacks keep running.
+-- The membership is the C state machine of src/recipes/party.c, on kazoo's nodes (kazoo and
+-- zklua processes share a party).  Its contract — layout, and what SUSPENDED (connection
+-- lost: a member stays joined) and LOST (session expired: the member is out and, as kazoo,
+-- not re-joined) do — is stated once, in src/recipes/party.h.  What this layer adds:
 --
--- * join() returns once the node exists (a create repeated after a lost reply finds it and
---   counts as joined); joining a joined party does nothing.  leave() deletes the node and
---   returns true, or false when there was none (as kazoo).  Both take a timeout (default:
---   the client's `timeout`; TimeoutError) and wait through a connection loss until then.
---   members() and #party read the children (a member leaving meanwhile is skipped).
--- * SUSPENDED (connection lost, session alive): a member stays joined (participating stays
---   true) as its ephemeral node lives on; join/leave under way wait for the reconnection.
--- * LOST (session expired): the ephemeral node is gone, so the member is no longer in the
---   party.  As kazoo, it is NOT re-joined automatically; unlike kazoo, participating turns
---   false and every on_lost(fn) callback runs fn(party), so the user can join() again.  A
---   join under way when the session expires completes on the new session.  stop() is a
---   LOST too (on_lost runs for a joined member).
---
--- Sharing (zklua.recipes.base): join() and leave() from coroutines sharing one party take
--- turns (one member node per object); their timeout counts the wait for the turn; they end
--- with ConnectionClosedError when the client stops or closes and AuthFailedError when its
--- auth is refused.  members() and len() are independent reads.
+-- * join() returns once the node exists; joining a joined party does nothing.  leave()
+--   deletes the node and returns true, or false when there was none (as kazoo).  Both take a
+--   timeout (default: the client's `timeout`; TimeoutError) and wait through a connection
+--   loss until then.  members() (Party: the children's data; ShallowParty: the names after
+--   their first '-') and #party read the children (a member leaving meanwhile is skipped).
+-- * on_lost(fn): fn(party) runs when a joined member learns of LOST (participating turns
+--   false), so the user can join() again; zk:stop() is a LOST too.
+-- * Sharing (zklua.recipes.base): join() and leave() from coroutines sharing one party take
+--   turns (one member node per object); their timeout counts the wait for the turn; they end
+--   with ConnectionClosedError when the client stops or closes and AuthFailedError when its
+--   auth is refused.  members() and len() are independent reads.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"

@@ -9,52 +9,35 @@
 --   local task = lq:get(10)             -- claims an item, waiting up to 10 s (nil: none came)
 --   ... process task ...; lq:consume()  -- or lq:release() to hand it back
 --
--- Nodes are kazoo's, so kazoo and zklua processes share a queue.  Queue: items are
--- PERSISTENT_SEQUENTIAL children <path>/entry-<ppp>-<seq> holding the value, ppp the priority
--- (0..999, default 100, lower first), then first in, first out.  LockingQueue: items under
--- <path>/entries (same names), claimed by EPHEMERAL nodes <path>/taken/<entry> holding the
--- consumer's id (a uuid4 hex); consume deletes entry and claim in one transaction.  The taking
--- side is a C state machine (src/recipes/item_queue.c, locking_queue.c); puts are plain
--- creates.  Values are Lua strings, binary-safe.  Waiting uses the client's handler.
+-- The taking sides are the C state machines of src/recipes/item_queue.c and locking_queue.c,
+-- on kazoo's nodes (kazoo and zklua processes share a queue); puts are plain creates here.
+-- Their contracts — layout, AT LEAST ONCE delivery, and what SUSPENDED (connection lost: the
+-- step waits and goes on; a LockingQueue holder keeps its item) and LOST (session expired: a
+-- Queue goes on on the new session; a LockingQueue claim is gone) do — are stated once, in
+-- src/recipes/item_queue.h and src/recipes/locking_queue.h.  Values are Lua strings,
+-- binary-safe; priorities are 0..999 (default 100, lower first).  What this layer adds:
 --
 -- Queue (kazoo: "does not offer reliable consumption": an item leaves the queue before it is
 -- processed):
 -- * get(timeout) never waits for items (nil when empty), only for the round trips: at most
 --   timeout seconds (nil: the client's timeout), then TimeoutError (the get goes on and the
---   next get() returns its item).  It works through
---   the sorted list of entries it read (listing again when it runs out, as kazoo), so an item
---   put later with a lower priority comes after that list.
--- * Delivery is AT LEAST ONCE: a get never loses an item.  When the reply to its delete was
---   lost (connection loss, session expiry, stop) the delete is sent again, and if the entry
---   is gone by then the value is returned anyway: our lost delete may have removed it.  So a
---   duplicate needs two consumers on the same entry during that lost reply; otherwise every
---   item goes to exactly one get.  A get interrupted by an error in its wait hands its item
---   to the next get() call.
--- * SUSPENDED: get waits for the reconnection and goes on.  LOST: the same, on the new
---   session (the queue is persistent).  stop()/close(): a get under way raises
---   ConnectionClosedError, unless its delete may have gone through (then it returns the value).
+--   next get() returns its item).  A get interrupted by an error in its wait hands its item
+--   to the next get() call.  zk:stop()/close(): a get under way raises ConnectionClosedError,
+--   unless its delete may have gone through (then it returns the value).
 --
 -- LockingQueue (reliable: an item leaves the queue only through consume()):
 -- * get(timeout) claims the first unclaimed item and returns its value (nil after timeout
 --   seconds with nothing available; nil timeout: no limit).  A held item is returned again
 --   by get() until consume() (true: deleted) or release() (true: handed back); both return
 --   false when nothing is held.  holds_lock() asks the server whether the claim is still ours.
--- * Delivery is AT LEAST ONCE: an item whose holder loses its session (or crashes) before
---   consume() goes to the next consumer.  A claim whose create reply was lost is adopted,
---   never duplicated or left behind; another consumer's claim is never deleted.
 -- * consume(timeout) and release(timeout) raise TimeoutError after timeout seconds (nil: the
 --   client's timeout); the call goes on, and the next one lets it finish and returns its answer.
--- * SUSPENDED: a holder keeps the item (its ephemeral claim lives while the session does);
---   get, consume and release wait for the reconnection (a waiting get's watches survive it),
---   within their timeout.
--- * LOST (session expired): the claim is gone and the item free for others: holds_lock() is
---   false, get() claims afresh, and every on_lost(fn) runs fn(queue).  A get waiting on an
---   empty queue starts again on the new session.  A consume under way returns true if its
---   transaction went through, else false (the item is back in the queue).  stop() is a LOST
---   too (on_lost runs for a holder).
 -- * The timeout of get() only ends it while nothing is available (or the connection is down):
 --   a claim under way is finished (or dropped) first.  get() without a timeout waits until an
---   item comes or the client stops (ConnectionClosedError).
+--   item comes, the client stops (ConnectionClosedError) or its auth is refused
+--   (AuthFailedError).
+-- * on_lost(fn): fn(queue) runs when a holder learns of LOST (holds_lock() is false, get()
+--   claims afresh); zk:stop() is a LOST too.
 --
 -- Sharing (zklua.recipes.base): the gets (and consume, release) of coroutines sharing one
 -- queue object take turns, so each item goes to one of them; a LockingQueue object holds one

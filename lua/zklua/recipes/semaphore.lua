@@ -5,35 +5,27 @@
 --   sem:with(function() ... end)                          -- released even on error
 --   sem:on_lost(function(s) ... end)                      -- the session expired
 --
--- The state machine is C (src/recipes/semaphore.c), on kazoo 2.8's znodes, so kazoo and
--- zklua processes share a semaphore: <path> holds max_leases (ASCII decimal), each holder has
--- an EPHEMERAL <path>/<uuid4 hex> holding its identifier (every child of <path> counts as a
--- lease), and a kazoo Lock at <path>-__lock__ serialises the acquirers (a blocked acquirer
--- waits for the leases to change while holding it).  Waiting uses the client's handler, so
--- watch callbacks and other clients keep running meanwhile.
+-- The semaphore is the C state machine of src/recipes/semaphore.c, on kazoo 2.8's znodes
+-- (kazoo and zklua processes share it).  Its contract — layout, the internal lock, fencing
+-- token, and what SUSPENDED (connection lost: a holder keeps its lease) and LOST (session
+-- expired: the lease is gone) do — is stated once, in src/recipes/semaphore.h.  What this
+-- layer adds:
 --
 -- * acquire(blocking = true, timeout = nil) -> true, or false when non-blocking and every
 --   lease is taken (or another acquirer holds the internal lock, as kazoo); raises LockTimeout
 --   when timeout seconds pass, CancelledError when cancel() ends it (as kazoo; `cancelled`
---   is reset by the next acquire), ConnectionClosedError when the client stops, and
---   BadArgumentsError (kazoo's ValueError) when <path> holds another max_leases (checked on
---   the first acquire; non-numeric data there is ignored).  An acquire that does not succeed
---   leaves no lease node behind.  The timeout never ends an acquire before it has looked
---   once, unless the connection is down.  The holder's acquire returns true without a
---   second lease (kazoo).
--- * Sharing (zklua.recipes.base): one object holds one lease; coroutines sharing it queue in
---   arrival order and hold it in turn; the timeout counts the queueing.
--- * SUSPENDED (connection lost, session alive): a holder keeps its lease (is_acquired stays
---   true, its ephemeral node lives while the session does); an acquire waits for the
---   reconnection and goes on; a create whose reply was lost is found again by its name.
--- * LOST (session expired): the ephemeral lease is gone: is_acquired becomes false and every
---   on_lost(fn) callback runs fn(sem); its slot is free for others.  An acquire under way
---   starts again on the new session.  stop() is a LOST too.
--- * fencing_token: the czxid of the holder's lease node, a number that grows with every new
---   holder of a lease on the path (nil when not held).
+--   is reset by the next acquire), ConnectionClosedError when the client stops,
+--   AuthFailedError on AUTH_FAILED, and BadArgumentsError (kazoo's ValueError) when <path>
+--   holds another max_leases.  The timeout never ends an acquire before it has looked once,
+--   unless the connection is down.  The holder's acquire returns true without a second
+--   lease (kazoo).
+-- * on_lost(fn): fn(sem) runs when a holder learns of LOST (is_acquired turns false);
+--   zk:stop() is a LOST too.
 -- * release() waits for the delete; while disconnected it waits at most a session timeout,
 --   then counts as released (the node goes with the session, or is deleted once reconnected).
 -- * lease_holders() -> the identifiers of the current holders (unordered).
+-- * Sharing (zklua.recipes.base): one object holds one lease; coroutines sharing it queue in
+--   arrival order and hold it in turn; the timeout counts the queueing.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
