@@ -15,7 +15,9 @@
  * than everything else an async read costs.  Only reads wait, and every other op sends them
  * first, so the server sees a session's ops in the order they were made, and no write is held
  * back.  While reads wait the session's fd is readable, so an event loop polling it comes
- * back (dispatch) and sends them.
+ * back (dispatch) and sends them.  A host that reads a notify socket instead (waker.h, nginx)
+ * gets no cork: there the fd's poke would wake the host once more for every read, a round
+ * trip through its event loop that costs more than the library's wake-up it saves.
  */
 #include "ops.h"
 
@@ -319,7 +321,7 @@ static int send_read(zkl_session *s, zkl_event *op, const char *path, int watch)
 static uint64_t read_op(zkl_session *s, zkl_op_type type, const char *path, int watch,
                         const zkl_route *route)
 {
-    if (route || !s->zh) {
+    if (route || !s->zh || s->no_cork) {
         zkl_event *op = new_op(s, type, route);
         if (!op)
             return 0;

@@ -305,7 +305,12 @@ int zkl_session_fd(const zkl_session *s)
 
 int zkl_session_notify_fd(zkl_session *s, int fd)
 {
-    return zkl_queue_notify_fd(&s->queue, fd);
+    if (zkl_queue_notify_fd(&s->queue, fd) != 0)
+        return -1;
+    s->no_cork = fd >= 0; /* see ops.c: the cork's poke would cost the host a wake-up */
+    if (s->no_cork)
+        zkl_ops_flush(s);
+    return 0;
 }
 
 static void retry_open_if_owed(zkl_session *s)

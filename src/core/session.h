@@ -50,7 +50,8 @@ void zkl_session_free(zkl_session *s);  /* stops first */
  * zkl_session_next() until NULL before polling it). */
 int zkl_session_fd(const zkl_session *s);
 /* Also writes a byte to a copy of fd whenever that fd becomes readable (a waker's socket,
- * waker.h, for hosts that read sockets only); -1 stops.  0, or -1 with errno. */
+ * waker.h, for hosts that read sockets only); -1 stops.  While it is set, reads are sent at
+ * once rather than corked (ops.c).  0, or -1 with errno. */
 int zkl_session_notify_fd(zkl_session *s, int fd);
 /* Blocks until an event waits: 1, or 0 after timeout_ms (-1: none) or at most 200 ms, so
  * that callers see signals; callers loop to wait longer. */

@@ -69,6 +69,7 @@ struct zkl_session {
     char *read_buffer;        /* direct reads' buffer (ops_now.c), made on first use */
     zkl_event *cork_head, *cork_tail; /* reads not sent yet, oldest first (ops.c) */
     int cork_count;
+    int no_cork;              /* reads go out at once: a host reads a notify socket (waker.h) */
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
