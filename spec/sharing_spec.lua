@@ -905,6 +905,151 @@ describe("a recipe object shared by coroutines", function()
     end)
   end)
 
+  describe("patient children watches and tree caches", function()
+    local function ended_with(class, result)
+      assert.is_false(result[1])
+      assert.is_true(errors.is(result[2], class), tostring(result[2]))
+    end
+
+    it("coroutines sharing a PatientChildrenWatch get one round's future; stop() ends waits",
+       function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local path = env.root .. "/patient"
+        zk:ensure_path(path)
+        other:create(path .. "/a", "")
+        local watch = zk:PatientChildrenWatch(path, 0.2)
+        local futures, got = {}, {}
+        for i = 1, 4 do
+          env.spawn(function()
+            local f = watch:start()
+            futures[i] = f
+            got[i] = { f:get(20) }
+          end)
+        end
+        env.eventually(function() return got[1] and got[2] and got[3] and got[4] end)
+        for i = 2, 4 do
+          assert.are.equal(futures[1], futures[i]) -- one round, handed to every caller
+          assert.are.equal(got[1][2], got[i][2])   -- and one change future
+        end
+        for i = 1, 4 do assert.are.same({ "a" }, got[i][1]) end
+        local change = got[1][2]
+        local seen = {}
+        for i = 1, 3 do
+          env.spawn(function() seen[i] = change:get(20) end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 3 end)
+        other:create(path .. "/b", "")
+        env.eventually(function() return seen[1] and seen[2] and seen[3] end)
+        assert.are.equal(seen[1], seen[2])
+        assert.are.equal(seen[1], seen[3])
+        -- a round that cannot settle within the test (boundary 60 s): waiters end on stop()
+        local slow = zk:PatientChildrenWatch(path, 60)
+        local results = {}
+        for i = 1, 3 do
+          env.spawn(function()
+            results[i] = { pcall(function() return slow:start():get(90) end) }
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 3 end)
+        zk:stop()
+        env.eventually(function() return results[1] and results[2] and results[3] end)
+        for i = 1, 3 do ended_with(errors.ConnectionClosedError, results[i]) end
+      end)
+    end)
+
+    it("a PatientChildrenWatch's waiting futures end with AuthFailedError on AUTH_FAILED",
+       function()
+      run(function(env)
+        local zk = env.started()
+        local path = env.root .. "/patient"
+        zk:ensure_path(path)
+        local watch = zk:PatientChildrenWatch(path, 60)
+        local results = {}
+        for i = 1, 2 do
+          env.spawn(function()
+            results[i] = { pcall(function() return watch:start():get(90) end) }
+          end)
+        end
+        env.eventually(function() return env.handler.waiting() >= 2 end)
+        local err = select(2, pcall(zk.add_auth, zk, "bogus", ":"))
+        assert.is_true(errors.is(err, errors.AuthFailedError), tostring(err))
+        env.eventually(function() return results[1] and results[2] end)
+        for i = 1, 2 do ended_with(errors.AuthFailedError, results[i]) end
+        local refused = { pcall(watch.start, watch) }
+        ended_with(errors.AuthFailedError, refused)
+      end)
+    end)
+
+    it("coroutines starting one TreeCache: it starts once, each node is reported once",
+       function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local path = env.root .. "/tree"
+        other:create(path .. "/x/y", "v", { makepath = true })
+        local cache = zk:TreeCache(path)
+        local added, initialized = {}, 0
+        cache:listen(function(event)
+          if event.type == "NODE_ADDED" then
+            added[event.data.path] = (added[event.data.path] or 0) + 1
+          elseif event.type == "INITIALIZED" then
+            initialized = initialized + 1
+          end
+        end)
+        local results = {}
+        for i = 1, 4 do
+          env.spawn(function() results[i] = { pcall(cache.start, cache, 20) } end)
+        end
+        env.eventually(function()
+          return results[1] and results[2] and results[3] and results[4]
+        end)
+        local started = 0
+        for i = 1, 4 do
+          if results[i][1] then
+            started = started + 1
+          else
+            ended_with(errors.KazooException, results[i])
+          end
+        end
+        assert.are.equal(1, started)
+        env.eventually(function() return cache.initialized end, 20, "INITIALIZED")
+        assert.are.same({ [path] = 1, [path .. "/x"] = 1, [path .. "/x/y"] = 1 }, added)
+        assert.are.equal(1, initialized)
+        assert.are.equal("v", cache:get_data(path .. "/x/y").data)
+        cache:close()
+      end)
+    end)
+
+    it("a TreeCache start times out in an outage (TimeoutError, still latent); stop() and " ..
+       "AUTH_FAILED end it", function()
+      run(function(env)
+        local zk = env.started({ timeout = 10 })
+        local cache = zk:TreeCache(env.root .. "/tree")
+        server:node(1):pause()
+        raises(errors.TimeoutError, cache.start, cache, 0.3)
+        assert.are.equal("latent", cache.state)
+        local results = {}
+        env.spawn(function() results[1] = { pcall(cache.start, cache, 60) } end)
+        env.eventually(function() return env.handler.waiting() >= 1 end)
+        raises(errors.KazooException, cache.start, cache, 60) -- the first one is starting
+        zk:stop()
+        env.eventually(function() return results[1] end)
+        ended_with(errors.ConnectionClosedError, results[1])
+        assert.are.equal("latent", cache.state)
+        server:node(1):resume()
+        -- AUTH_FAILED while a start waits for the root: the auth is refused before its reply
+        local refused = env.started()
+        local late = refused:TreeCache(env.root .. "/tree2")
+        env.spawn(function() results[2] = { pcall(refused.add_auth, refused, "bogus", ":") } end)
+        env.spawn(function() results[3] = { pcall(late.start, late, 60) } end)
+        env.eventually(function() return results[2] and results[3] end)
+        ended_with(errors.AuthFailedError, results[2])
+        ended_with(errors.AuthFailedError, results[3])
+        assert.are.equal("latent", late.state)
+      end)
+    end)
+  end)
+
   describe("elections", function()
     it("coroutines awaiting one latch all see its leadership; a second run() is refused; " ..
        "stop() ends awaiters", function()

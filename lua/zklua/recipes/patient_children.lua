@@ -4,30 +4,31 @@
 --   local children, changed = watch:start():get()   -- once unchanged for 5 seconds
 --   changed:rawlink(function(f) ... end)            -- set on their next change
 --
--- start() returns a future (zklua.future, like the _async calls) that is set with two values
--- once the children of the node have stayed unchanged for time_boundary seconds (default 30):
--- the children (sorted bytewise) and a second future, set on their next change with the
--- wall-clock time it was seen (kazoo's time.time()).  Unlike DataWatch and ChildrenWatch
--- there is no callback: it reports once per start().  The state machine is C
--- (src/recipes/patient_children.c, timed by the session's timers), so the futures are set
--- from the event loop whatever the script waits on (any blocking call, a future's get,
--- zklua.sleep, or zk:dispatch() in a host loop).
+-- The watch is the C state machine of src/recipes/patient_children.c, timed by the session's
+-- timers.  Its contract — a burst of changes is waited out, a missing node is NoNodeError,
+-- and what SUSPENDED (the boundary starts again, whole, once reconnected) and LOST (a settling
+-- round reads again on the new session; a settled one compares the children there) do — is
+-- stated once, in src/recipes/patient_children.h.  What this layer adds:
 --
--- * Every change during the boundary starts it again: a burst of changes is waited out, and
---   the children reported are those after the burst.  A missing node sets the future with
---   NoNodeError (as kazoo); so does any ZooKeeper error other than a connection problem.
+-- * start() returns a future (zklua.future, like the _async calls) that is set with two values
+--   once the children of the node have stayed unchanged for time_boundary seconds (default
+--   30): the children (sorted bytewise) and a second future, set on their next change with
+--   the wall-clock time it was seen (kazoo's time.time()).  Unlike DataWatch and
+--   ChildrenWatch there is no callback: it reports once per start().  The futures are set
+--   from the event loop whatever the script waits on (any blocking call, a future's get,
+--   zklua.sleep, or zk:dispatch() in a host loop).
 -- * start() while a round is settling returns that round's future; after it settled, start()
 --   begins a new round (the earlier change future is still set by the next change seen).
--- * SUSPENDED (connection lost, session alive): nothing can be vouched for while
---   disconnected, so the boundary starts again, whole, once reconnected; the watch survives
---   the reconnection and changes made meanwhile count.  A settled watch keeps watching.
--- * LOST (session expired): the watch died with the session.  A settling round reads the
---   children again on the new session and waits out a whole boundary there.  A settled
---   round reads them again on the new session: if they differ from the children it reported,
---   its change future is set; otherwise it keeps watching.
--- * stop()/close() sets a pending future (the round's, or a change future) with
---   ConnectionClosedError: no future is left waiting.  While a future of it is pending the
---   watch is kept alive (its futures need it), even if the script dropped the object.
+-- * Waiting: start() never waits; the waits are the futures' get(timeout)/wait(timeout),
+--   bounded by their timeout (nil: until set, as kazoo's IAsyncResult; a round takes at least
+--   time_boundary, 30 s by default, so the client's timeout cannot be its default).  No
+--   future is left waiting: zk:stop()/close() sets a pending one (the round's, or a change
+--   future) with ConnectionClosedError, and AUTH_FAILED with AuthFailedError.  While a future
+--   of it is pending the watch is kept alive (its futures need it), even if the script
+--   dropped the object.
+-- * Sharing: safe without a turn.  start() hands every caller the same in-progress future
+--   (the C round is started once), and a settled round hands each waiter the same children;
+--   any number of coroutines may wait on one future (each wakes when it is set).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"

@@ -13,34 +13,39 @@
 --   cache:get_children("/app/config")   -- {"db", ...} (sorted) or nil
 --   cache:close()
 --
--- The cache itself is C (src/recipes/tree_cache.c); this file runs the listeners.  start()
--- creates the root path when it is missing (as kazoo) and returns at once; NODE_ADDED comes
--- for every node of the first load (parents before their children), then INITIALIZED, once.
--- Listeners run from Lua, one event at a time, in the order the changes happened on the
--- server for each node, while the client waits (a blocking call, handler.wait, dispatch()).
--- An event that comes while a listener itself waits is delivered after that listener
--- returns, so listeners never see events out of order.  A started cache is held by its
--- client (as kazoo's) until close().
+-- The cache is the C state machine of src/recipes/tree_cache.c.  Its contract — which
+-- events come, in which order, INITIALIZED once, and what SUSPENDED (CONNECTION_SUSPENDED;
+-- the content is kept, and on reconnection exactly what changed is reported) and LOST
+-- (CONNECTION_LOST; the same re-read once a new session is CONNECTED) do — is stated once, in
+-- src/recipes/tree_cache.h.  What this layer adds:
 --
--- * Consistency: a listener that applies every node event to a tree of its own holds the
---   server's tree whenever the cache is caught up.  A removed subtree is reported children
---   first; a node deleted and created again is reported removed, then added.
--- * SUSPENDED (connection lost): CONNECTION_SUSPENDED; the cache keeps its content (it may be
---   stale).  On reconnection: CONNECTION_RECONNECTED, then the cache reads every node again
---   and reports exactly what changed while it was away (NODE_ADDED / NODE_UPDATED /
---   NODE_REMOVED).
--- * LOST (session expired, or the client stopped): CONNECTION_LOST; the content is kept but
---   no longer watched.  When the client is CONNECTED again on a new session:
---   CONNECTION_RECONNECTED and the same re-read, reporting the differences.
--- * The root deleted: NODE_REMOVED for its subtree and itself; created again: NODE_ADDED.
+-- * start(timeout) creates the root path when it is missing (as kazoo), then returns; the
+--   first load goes on in the background and reports NODE_ADDED for every node (parents
+--   before their children).  Making sure of the root waits at most timeout seconds (default:
+--   the client's timeout), then raises TimeoutError (the cache stays latent: start again); it
+--   ends with ConnectionClosedError on zk:stop()/close() and AuthFailedError on AUTH_FAILED.
+--   Nothing else here waits: listen, get_data, get_children and close return at once.
+-- * Listeners run from Lua, one event at a time, in the order the C cache queued them, while
+--   the client waits (a blocking call, handler.wait, dispatch()).  An event that comes while
+--   a listener itself waits is delivered after that listener returns, so listeners never see
+--   events out of order.  A listener that applies every node event to a tree of its own
+--   holds the server's tree whenever the cache is caught up.  A FAULT (a read the server
+--   refused) and an error a listener raises go to the listen_fault listeners.
+-- * A started cache is held by its client (as kazoo's) until close().
 -- * cache.initialized: true once INITIALIZED was sent; cache.state: "latent", "started" or
 --   "closed"; require("zklua.recipes.tree_cache").TreeEvent names the event types.
 -- * get_data/get_children answer from memory (nil for a node not in the cache); a path
 --   outside the cache's tree is a BadArgumentsError.  After close() the cache is empty, no
 --   listener is called again, and it cannot be started again (as kazoo).
+-- * Sharing: safe without a turn.  start() marks the cache as starting before it waits, so
+--   a second start() from another coroutine raises KazooException at once (kazoo's start
+--   moves to STARTED first) and the tree is loaded once.  Events are delivered by one loop at
+--   a time (a notify that comes while listeners run is left to the loop already running), so
+--   coroutines never see an event twice or out of order; the reads answer from memory.
 local errors = require "zklua.errors"
 local check = require "zklua.check"
 local core = require "zklua.core"
+local base = require "zklua.recipes.base"
 
 local recipes = {}
 
@@ -71,17 +76,32 @@ function TreeCache.__tostring(self)
   return string.format("zklua.TreeCache(%s, %s)", self.path, self._cache:phase())
 end
 
---- Starts caching: creates the root path when missing, then loads the tree in the
--- background.  Raises KazooException when started already or closed.
-function TreeCache:start()
+--- Starts caching: creates the root path when missing (waiting at most timeout seconds,
+-- default the client's timeout), then loads the tree in the background.  Raises
+-- KazooException when started already (or being started) or closed, TimeoutError when the
+-- root could not be made sure of in time (the cache stays latent: start again),
+-- ConnectionClosedError on stop()/close() and AuthFailedError on AUTH_FAILED.
+function TreeCache:start(timeout)
+  if timeout ~= nil then check.timeout("start", timeout) end
   local phase = self._cache:phase()
-  if phase ~= "latent" then
+  if phase ~= "latent" or self._starting then
     errors.raise(errors.KazooException, "start: the tree cache is already " ..
-                 (phase == "started" and "started" or "closed"), self.path)
+                 ((phase == "closed" and "closed") or "started"), self.path)
   end
   local client = self.client
   client:_usable_session("start")
-  client:ensure_path(self.path)
+  client:_check_wait()
+  local made = client:ensure_path_async(self.path)
+  self._starting = true -- a second start() meanwhile raises at once, as kazoo's (STARTED)
+  local state = base.wait(self, function() return made.done end,
+                          base.deadline(timeout, client._timeout))
+  self._starting = nil
+  base.check_wait(state, errors.TimeoutError, "start", self.path, timeout or client._timeout,
+                  "making sure of the root")
+  made:get()
+  if self._cache:phase() == "closed" then
+    errors.raise(errors.KazooException, "start: the tree cache was closed meanwhile", self.path)
+  end
   local ok, why = self._cache:start()
   if not ok then
     errors.raise(errors.ConnectionClosedError, "start: cannot start (" .. why .. ")", self.path)
