@@ -116,6 +116,58 @@ describe("AUTH_FAILED", function()
     is_auth_failed(raised(barrier.wait, barrier))
   end)
 
+  it("an allocator's wait_settled under way ends with AuthFailedError; start() after too",
+     function()
+    local path = root .. "/pa"
+    -- another session owns q1's node: the member's claim waits for it, so it never settles
+    local core = require "zklua.core"
+    other:create(path .. "/owners/" .. core.allocator_node_name("q1"), "intruder",
+                 { ephemeral = true, makepath = true })
+    local a = zk:PartitionAllocator{ path = path, identifier = "m1" }
+    assert.is_true(a:start({ "q1" }, 10))
+    assert.is_false(a:wait_settled(0.2))
+    zk:exists(root .. "/go", function() zk:add_auth_async("bogus", ":") end)
+    other:create(root .. "/go", "")
+    is_auth_failed(raised(a.wait_settled, a, 30))
+    testing.wait_for(function() return zk.client_state == "AUTH_FAILED" end, 10,
+                     "the AUTH_FAILED state")
+    assert.are.same({}, a.allocation)
+    a:stop() -- returns: the nodes go with the session
+    assert.are.equal("idle", a.state)
+    is_auth_failed(raised(a.start, a, { "q1" }, 10))
+    is_auth_failed(raised(a.wait_settled, a, 10))
+    is_auth_failed(raised(zk.PartitionAllocator, zk, { path = path, identifier = "m2" }))
+  end)
+
+  it("an Election's run() and await() waiting behind a leader end with AuthFailedError",
+     function()
+    local path = root .. "/election"
+    local leader = other:Election(path, "leader")
+    assert.is_true(leader:start())
+    assert.is_true(leader:await(10))
+    local latch = zk:Election(path, "latch")
+    assert.is_true(latch:start())
+    zk:exists(root .. "/go", function() zk:add_auth_async("bogus", ":") end)
+    other:create(root .. "/go", "")
+    is_auth_failed(raised(latch.await, latch, 30))
+    assert.is_false(latch.is_leader)
+    testing.wait_for(function() return zk.client_state == "AUTH_FAILED" end, 10,
+                     "the AUTH_FAILED state")
+    is_auth_failed(raised(latch.start, latch))
+    -- a run() waiting to be elected, on another client refused the same way
+    local third = zklua.client{ hosts = server.hosts, timeout = 4 }
+    third:start()
+    local runner = third:Election(path, "runner")
+    local elected = false
+    third:exists(root .. "/go2", function() third:add_auth_async("bogus", ":") end)
+    other:create(root .. "/go2", "")
+    local err = raised(runner.run, runner, function() elected = true end)
+    third:close()
+    is_auth_failed(err)
+    assert.is_false(elected)
+    assert.is_true(leader:stop(10))
+  end)
+
   it("stop() and start() begin again; the refused auth is sent again, and refused", function()
     is_auth_failed(raised(zk.add_auth, zk, "bogus", ":"))
     zk:stop()
