@@ -86,15 +86,15 @@ install-nginx: luajit
 deps:
 	@scripts/ensure-deps
 
-# The suite under Lua 5.4, the same suite under LuaJIT (the module ngx_lua loads; the nginx
-# spec needs it built either way), then a bounded sanitizer run.
+# The suite under Lua 5.4 and the same suite under LuaJIT (the module ngx_lua loads; the nginx
+# spec needs it built either way), side by side (scripts/run-suites), then a bounded sanitizer
+# run.
 # The last line adds up the three runs (scripts/spec-total).
 # The slowest spec files of the run are listed from build/spec-times (ZKLUA_SPEC_TIMES).
 SPEC_ENV := ZKLUA_SPEC_TALLY=build/spec-tally ZKLUA_SPEC_TIMES=build/spec-times
 test: deps all luajit lint
 	@rm -f build/spec-tally build/spec-times
-	$(SPEC_ENV) scripts/run-specs
-	$(SPEC_ENV) scripts/run-specs --lua=luajit
+	$(SPEC_ENV) scripts/run-suites
 	$(SPEC_ENV) $(MAKE) --no-print-directory asan-quick
 	@echo "slowest spec files (s, all runs):"
 	@sort -rn build/spec-times | head -n 12

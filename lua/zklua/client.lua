@@ -791,12 +791,20 @@ function Client:add_auth(scheme, credential)
   self:_check_wait()
   local future = self:add_auth_async(scheme, credential)
   local ok, err = pcall(self._result, self, future)
-  if not ok and errors.is(err, errors.AuthFailedError) and self._session then
-    -- the library reports the refusal to the op before the state: once this raises, the
-    -- client reads LOST / AUTH_FAILED (the state event follows within a session timeout)
+  local refused = not ok and errors.is(err, errors.AuthFailedError)
+  if not ok and self._session and (refused or errors.is(err, errors.ConnectionLoss)) then
+    -- the library reports the refusal to the op before the state, or (the server closing the
+    -- connection right after its answer) reports a lost connection: once this raises, the
+    -- client reads LOST / AUTH_FAILED, as kazoo's (the state event follows within a session
+    -- timeout); a connection really lost ends the wait when it is back
     local client = self
-    self.handler.wait(function() return client.client_state == "AUTH_FAILED" end,
-                      math.max(self:session_timeout(), self._timeout))
+    self.handler.wait(function()
+      return client.client_state == "AUTH_FAILED" or (not refused and client.state == "CONNECTED")
+    end, math.max(self:session_timeout(), self._timeout))
+    if not refused and client.client_state == "AUTH_FAILED" then
+      err = errors.AuthFailedError("add_auth: the server refused the " .. scheme ..
+                                   " credentials")
+    end
   end
   if not ok then error(err, 0) end
   return err
