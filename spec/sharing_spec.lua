@@ -17,6 +17,35 @@ local HANG_GUARD = 120 -- s: a test whose coroutines never finish fails instead 
 
 local raises = helpers.raises
 
+-- Asserts that the pcall results `result` ({ ok, ... }) are an error of class.
+local function ended_with(class, result)
+  assert.is_false(result[1])
+  assert.is_true(errors.is(result[2], class), tostring(result[2]))
+end
+
+-- Runs each of calls in its own coroutine, waits until every one of them waits, stops zk and
+-- returns each call's pcall results ({ ok, ... }), in the order of calls.
+local function results_after_stop(env, zk, calls)
+  local results, ended = {}, 0
+  for i, call in ipairs(calls) do
+    env.spawn(function()
+      results[i] = { pcall(call) }
+      ended = ended + 1
+    end)
+  end
+  env.eventually(function() return env.handler.waiting() >= #calls end)
+  zk:stop()
+  env.eventually(function() return ended == #calls end)
+  return results
+end
+
+-- ... and asserts that every call ended with ConnectionClosedError.
+local function stop_ends_all(env, zk, calls)
+  for _, result in ipairs(results_after_stop(env, zk, calls)) do
+    ended_with(errors.ConnectionClosedError, result)
+  end
+end
+
 describe("a recipe object shared by coroutines", function()
   local server
   local counter = 0
@@ -257,22 +286,11 @@ describe("a recipe object shared by coroutines", function()
         local sem = zk:Semaphore(env.root .. "/sem", "shared")
         assert.is_true(other:Lock(env.root .. "/lock", "blocker"):acquire())
         assert.is_true(other:Semaphore(env.root .. "/sem", "blocker"):acquire())
-        local errs, n = {}, 0
+        local calls = {}
         for _, recipe in ipairs({ lock, sem }) do
-          for _ = 1, 3 do
-            n = n + 1
-            env.spawn(function()
-              local err = select(2, pcall(recipe.acquire, recipe))
-              errs[#errs + 1] = err
-            end)
-          end
+          for _ = 1, 3 do calls[#calls + 1] = function() return recipe:acquire() end end
         end
-        env.eventually(function() return env.handler.waiting() >= n end)
-        zk:stop()
-        env.eventually(function() return #errs == n end)
-        for _, err in ipairs(errs) do
-          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
-        end
+        stop_ends_all(env, zk, calls)
       end)
     end)
   end)
@@ -317,19 +335,9 @@ describe("a recipe object shared by coroutines", function()
         raises(errors.TimeoutError, c.get, c, 0.3)
         -- nothing waits for ever: the client's timeout (2 s here) bounds a call without one
         raises(errors.TimeoutError, c.add, c, 1)
-        local errs = {}
-        for _ = 1, 4 do
-          env.spawn(function()
-            local err = select(2, pcall(c.add, c, 1, 60))
-            errs[#errs + 1] = err
-          end)
-        end
-        env.eventually(function() return env.handler.waiting() >= 4 end)
-        zk:stop()
-        env.eventually(function() return #errs == 4 end)
-        for _, err in ipairs(errs) do
-          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
-        end
+        local calls = {}
+        for i = 1, 4 do calls[i] = function() return c:add(1, 60) end end
+        stop_ends_all(env, zk, calls)
         server:node(1):resume()
         local zk2 = env.started()
         local c2 = zk2:Counter(env.root .. "/n")
@@ -445,23 +453,12 @@ describe("a recipe object shared by coroutines", function()
         local lq = zk:LockingQueue(env.root .. "/lq")
         local b = zk:Barrier(env.root .. "/b")
         b:create()
-        local errs, n = {}, 0
+        local calls = {}
         for _ = 1, 3 do
-          for _, call in ipairs({ function() return lq:get() end,
-                                 function() return b:wait() end }) do
-            n = n + 1
-            env.spawn(function()
-              local err = select(2, pcall(call))
-              errs[#errs + 1] = err
-            end)
-          end
+          calls[#calls + 1] = function() return lq:get() end
+          calls[#calls + 1] = function() return b:wait() end
         end
-        env.eventually(function() return env.handler.waiting() >= n end)
-        zk:stop()
-        env.eventually(function() return #errs == n end)
-        for _, err in ipairs(errs) do
-          assert.is_true(errors.is(err, errors.ConnectionClosedError), tostring(err))
-        end
+        stop_ends_all(env, zk, calls)
       end)
     end)
 
@@ -492,11 +489,6 @@ describe("a recipe object shared by coroutines", function()
         env.eventually(function() return env.handler.waiting() > waiting end)
       end
       return results
-    end
-
-    local function ended_with(class, result)
-      assert.is_false(result[1])
-      assert.is_true(errors.is(result[2], class), tostring(result[2]))
     end
 
     -- The outages below are short against the session timeout (10 s), so the session and
@@ -714,20 +706,11 @@ describe("a recipe object shared by coroutines", function()
         assert.is_nil(zk:exists(path .. "/lease_holder")) -- abandoned before the decision
         assert.is_true(zk:NonBlockingLease(path, 60, "me", nil, 20).obtained)
         server:node(1):pause()
-        local results = {}
+        local calls = {}
         for i = 1, 3 do
-          env.spawn(function()
-            local result = { pcall(zk.NonBlockingLease, zk, path .. "/s", 60, "s" .. i, nil, 60) }
-            results[#results + 1] = result
-          end)
+          calls[i] = function() return zk:NonBlockingLease(path .. "/s", 60, "s" .. i, nil, 60) end
         end
-        env.eventually(function() return env.handler.waiting() >= 3 end)
-        zk:stop()
-        env.eventually(function() return #results == 3 end)
-        for _, result in ipairs(results) do
-          assert.is_false(result[1])
-          assert.is_true(errors.is(result[2], errors.ConnectionClosedError), tostring(result[2]))
-        end
+        stop_ends_all(env, zk, calls)
       end)
     end)
   end)
@@ -886,31 +869,13 @@ describe("a recipe object shared by coroutines", function()
         local b = zk:PartitionAllocator{ path = env.root .. "/pa", identifier = "m2" }
         server:node(1):pause()
         raises(errors.TimeoutError, b.start, b, nil, 0.3)
-        local results = {}
-        for i = 1, 2 do
-          env.spawn(function()
-            local result = { pcall(b.wait_settled, b, 60) }
-            results[i] = result
-          end)
-        end
-        env.eventually(function() return env.handler.waiting() >= 2 end)
-        zk:stop()
-        env.eventually(function() return results[1] and results[2] end)
-        for i = 1, 2 do
-          assert.is_false(results[i][1])
-          assert.is_true(errors.is(results[i][2], errors.ConnectionClosedError),
-                         tostring(results[i][2]))
-        end
+        local settle = function() return b:wait_settled(60) end
+        stop_ends_all(env, zk, { settle, settle })
       end)
     end)
   end)
 
   describe("patient children watches and tree caches", function()
-    local function ended_with(class, result)
-      assert.is_false(result[1])
-      assert.is_true(errors.is(result[2], class), tostring(result[2]))
-    end
-
     it("coroutines sharing a PatientChildrenWatch get one round's future; stop() ends waits",
        function()
       run(function(env)
@@ -945,16 +910,8 @@ describe("a recipe object shared by coroutines", function()
         assert.are.equal(seen[1], seen[3])
         -- a round that cannot settle within the test (boundary 60 s): waiters end on stop()
         local slow = zk:PatientChildrenWatch(path, 60)
-        local results = {}
-        for i = 1, 3 do
-          env.spawn(function()
-            results[i] = { pcall(function() return slow:start():get(90) end) }
-          end)
-        end
-        env.eventually(function() return env.handler.waiting() >= 3 end)
-        zk:stop()
-        env.eventually(function() return results[1] and results[2] and results[3] end)
-        for i = 1, 3 do ended_with(errors.ConnectionClosedError, results[i]) end
+        local get = function() return slow:start():get(90) end
+        stop_ends_all(env, zk, { get, get, get })
       end)
     end)
 
