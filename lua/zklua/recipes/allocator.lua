@@ -371,7 +371,8 @@ end
 
 --- start(seed_partitions = {}, timeout = the client's): joins the group.  seed_partitions becomes the
 -- set only when <path>/partitions does not exist yet.  Returns once this member's node exists
--- and members, set and assignment were read (items are claimed from then on); raises the
+-- and members, set and assignment were read (items are claimed from then on), or once a stop()
+-- made meanwhile (from a hook) took over; raises the
 -- ZooKeeper error that stopped it, TimeoutError after timeout seconds (then it leaves in the
 -- background), ConnectionClosedError or AuthFailedError when the client ends first.
 function Allocator:start(seed, timeout)
@@ -389,6 +390,7 @@ function Allocator:start(seed, timeout)
                           "seed_partitions")
   self:_register()
   self.error = nil
+  self._stop_asked = false
   local started, why = ud:start(json)
   if not started then
     self:_unregister()
@@ -400,6 +402,11 @@ function Allocator:start(seed, timeout)
     return ud:ready() or ud:phase() == "idle"
   end, base.deadline(timeout))
   self:_process()
+  if self._stop_asked and client._session and state ~= "closed" and state ~= "auth_failed" then
+    -- stop() was called meanwhile (from one of its hooks): start's part is over, and the
+    -- leave goes on (or is done) as stop() says; raising would report a stop as a failure
+    return true
+  end
   if ud:phase() == "idle" or not client._session or state == "closed" then
     self:_unregister()
     if state == "closed" then base.raise_closed("start", self.path) end
@@ -427,6 +434,7 @@ function Allocator:stop(timeout)
   local ud, client = self._ud, self.client
   local phase = ud:phase()
   if phase == "idle" then return false end
+  self._stop_asked = true -- a start() still waiting returns instead of failing
   if phase ~= "leaving" then ud:leave() end
   if self._busy then -- from one of its own hooks: the leave goes on once the hook returns
     self._again = true
