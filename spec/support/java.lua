@@ -1,0 +1,162 @@
+--- spec/support/java.lua — Java test programs (Curator 5.4 from Debian) as child processes.
+--
+--   local java = require "support.java"
+--   local p = java.start("CuratorMutex", server.hosts, "/locks/a", 4000)
+--   p:expect("^ready$")                   -- waits (running the zklua event loops) for a line
+--   p:send("acquire"); p:expect("^acquired$", 30)
+--   p:kill()                               -- SIGKILL by PID (a fault)
+--   p:stop()                               -- "quit", then SIGKILL by PID if it has not exited
+--
+-- java.start compiles the named program, spec/fixtures/java/<Name>.java (with Fixture.java,
+-- the line protocol every program shares), with javac against the Debian jars in
+-- /usr/share/java into build/java, once per Lua process, then starts it as a child
+-- (spec/fixtures/child.lua) stopped by PID, never by name.  Commands go in on its stdin, a
+-- FIFO that this process keeps open for reading and writing (so a write never blocks on an
+-- absent reader, nor raises SIGPIPE once the program has exited); events come out on its
+-- stdout, read line by line in order: expect() consumes lines up to the one it waits for.
+-- A program exits by itself within a second once this process is gone (Fixture.java).
+local child = require "fixtures.child"
+local compat = require "zklua.compat"
+
+local java = {}
+
+--- The jars the programs compile and run against: Curator (framework, recipes, discovery) and
+--- what they need (Debian's libcurator-*-java, libzookeeper-java, guava, slf4j, jackson).
+java.JARS = { "curator-client", "curator-framework", "curator-recipes", "curator-x-discovery",
+              "zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop",
+              "jackson-databind", "jackson-core", "jackson-annotations" }
+
+local SOURCES = "spec/fixtures/java"
+local CLASSES = "build/java"
+local JVM_OPTS = { "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto" }
+
+local OWNER_PID = assert(io.open("/proc/self/stat", "r"):read("*l"):match("^%d+"))
+
+local function classpath()
+  local parts = {}
+  for i, jar in ipairs(java.JARS) do parts[i] = "/usr/share/java/" .. jar .. ".jar" end
+  return table.concat(parts, ":")
+end
+
+local function check_name(name)
+  if type(name) ~= "string" or not name:match("^%u%w*$") then
+    error("java: a program name is a Java class name (got " .. tostring(name) .. ")", 3)
+  end
+end
+
+local compiled = {}
+
+--- Compiles spec/fixtures/java/<name>.java (and what it uses) into build/java, once per
+--- process; raises with javac's messages when it fails.
+function java.compile(name)
+  check_name(name)
+  if compiled[name] then return end
+  local src = SOURCES .. "/" .. name .. ".java"
+  assert(io.open(src, "r"), "java: no program " .. src):close()
+  local log = os.tmpname()
+  local ok = compat.execute(string.format("mkdir -p %s && javac -nowarn -d %s -cp %s -sourcepath %s %s > %s 2>&1",
+    CLASSES, CLASSES, child.quote(classpath()), SOURCES, child.quote(src), child.quote(log)))
+  local out = child.read_file(log) or ""
+  os.remove(log)
+  if not ok then error("java: javac " .. src .. " failed:\n" .. out, 2) end
+  compiled[name] = true
+end
+
+local Program = {}
+Program.__index = Program
+
+--- Compiles (once) and starts program name with args (converted with tostring; the owner PID
+--- goes first); returns it once it printed "ready" (its stdin is open).
+function java.start(name, ...)
+  java.compile(name)
+  local fifo = os.tmpname()
+  os.remove(fifo)
+  assert(compat.execute("mkfifo -m 600 " .. child.quote(fifo)), "java: mkfifo failed")
+  -- read+write: opening a FIFO so never blocks, and a later write never meets "no reader"
+  local input = assert(io.open(fifo, "r+"))
+  local argv = { "sh", "-c", 'exec "$@" 0<>"$0"', fifo, "java" }
+  for _, o in ipairs(JVM_OPTS) do argv[#argv + 1] = o end
+  argv[#argv + 1] = "-cp"
+  argv[#argv + 1] = CLASSES .. ":" .. classpath()
+  argv[#argv + 1] = name
+  argv[#argv + 1] = OWNER_PID
+  for i = 1, select("#", ...) do argv[#argv + 1] = tostring((select(i, ...))) end
+  local self = setmetatable({ name = name, fifo = fifo, input = input, seen = 0,
+                              kid = child.spawn(argv) }, Program)
+  self:expect("^ready$", 60)
+  return self
+end
+
+--- Sends one command line.
+function Program:send(line)
+  assert(not line:find("\n"), "java: a command is one line")
+  self.input:write(line, "\n")
+  self.input:flush()
+end
+
+-- The complete lines printed so far.
+local function lines_of(self)
+  local list = {}
+  for line in self.kid:stdout():gmatch("([^\n]*)\n") do list[#list + 1] = line end
+  return list
+end
+
+--- Waits (running the zklua event loops) for the next line matching pattern, consuming the
+--- lines before it; returns the line and its captures.  Raises, with what the program printed,
+--- when it exits or timeout seconds (default 30) pass first.
+function Program:expect(pattern, timeout)
+  local found
+  child.poll_until(function()
+    local list = lines_of(self)
+    for i = self.seen + 1, #list do
+      if list[i]:match(pattern) then
+        found = i
+        return true
+      end
+    end
+    return self.kid:exited()
+  end, timeout or 30)
+  if not found then
+    error(string.format("java %s: no line matching %q (%s); stdout:\n%s\nstderr:\n%s", self.name,
+          pattern, self.kid:exited() and "it exited" or "timed out", self.kid:stdout(),
+          self.kid:stderr()), 2)
+  end
+  self.seen = found
+  local line = lines_of(self)[found]
+  return line, line:match(pattern)
+end
+
+--- Whether a line matching pattern was printed after the last expected one (not consumed).
+function Program:printed(pattern)
+  local list = lines_of(self)
+  for i = self.seen + 1, #list do
+    if list[i]:match(pattern) then return true end
+  end
+  return false
+end
+
+--- Kills the program outright (SIGKILL, by PID): its session lives on until it expires.
+function Program:kill()
+  if not self.kid:exited() then
+    local pid = self.kid:program_pid(0)
+    if pid then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
+    self.kid:wait_exit(10)
+  end
+end
+
+--- Asks the program to quit, waits for it (10 s), else kills it; removes its files.  Safe to
+--- call more than once.
+function Program:stop()
+  if self.input then
+    if not self.kid:exited() then
+      self:send("quit")
+      self.kid:wait_exit(10)
+    end
+    self.input:close()
+    self.input = nil
+    os.remove(self.fifo)
+  end
+  self.kid:cleanup()
+end
+
+return java
