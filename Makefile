@@ -36,7 +36,7 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/counter_backoff_spec.lua spec/waker_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
-        valgrind soak docs chaos test-fast test-repeat test-partition
+        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity
 
 all: build/zklua/core.so zklua
 
@@ -100,6 +100,13 @@ test: deps all luajit lint
 	@sort -rn build/spec-times | head -n 12
 	@echo "all runs (Lua 5.4, LuaJIT, sanitizers):"
 	@scripts/spec-total build/spec-tally
+
+# kazoo's own tests translated into spec/kazoo/: one line per kazoo test (pass, difference KEY,
+# not applicable, FAIL) and totals per kazoo file (scripts/kazoo-parity); non-zero on a FAIL.
+# Lua 5.4, or LuaJIT with LUA=luajit.
+LUA ?= lua5.4
+kazoo-parity: deps all $(if $(filter luajit%,$(LUA)),luajit)
+	scripts/kazoo-parity --lua=$(LUA)
 
 test-lua54: deps all
 	scripts/run-specs

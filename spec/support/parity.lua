@@ -1,0 +1,185 @@
+-- A busted output handler for the translated kazoo tests (spec/kazoo, `make kazoo-parity`):
+-- one line per kazoo test, then totals per kazoo file and overall.
+--
+--   test_lock.py::test_lock_cancel            pass
+--   test_lock.py::test_foo                    difference lock-reentry
+--   test_client.py::test_gevent_handler       not applicable: gevent is Python's
+--   test_lock.py::test_bar                    FAIL
+--
+-- A test is named "<kazoo file>::<kazoo test>": the spec's outer describe is the kazoo file
+-- ("test_lock.py"), its `it` the kazoo test (inner describes, if any, join with "::").
+-- A test whose name ends with " [difference: KEY]" passed while asserting a deliberate
+-- difference; KEY must have a row in README.md's "Differences from kazoo" table (a first
+-- cell `KEY`), else the test counts as FAIL.  The entries of spec/kazoo/not_applicable.lua
+-- are printed as not applicable; an entry that is also translated counts as FAIL.
+-- FAIL: a failed, erroring or pending test, or an error outside any test (setup, teardown,
+-- loading the file), named "<kazoo file>::<where>".  The messages of the FAILs follow the
+-- totals.  With ZKLUA_PARITY_RESULT set to a file, the number of FAILs is written there
+-- (scripts/kazoo-parity exits non-zero when it is not 0).
+return function()
+  local busted = require "busted"
+  local handler = require("busted.outputHandlers.base")()
+
+  local NOT_APPLICABLE_FILE = "spec/kazoo/not_applicable.lua"
+  local results, messages = {}, {}
+
+  local function read_file(path)
+    local f = io.open(path, "r")
+    if not f then return "" end
+    local text = f:read("*a")
+    f:close()
+    return text
+  end
+  local readme = read_file("README.md")
+
+  -- The kazoo file of a spec file name ("spec/kazoo/test_lock_spec.lua" -> "test_lock.py").
+  local function kazoo_file_of(name)
+    local base = tostring(name or "?"):match("([^/]+)$")
+    return (base:gsub("_spec%.lua$", ".py"))
+  end
+
+  -- "<kazoo file>::<name>" for an element (a test, a describe, a hook, a file).
+  local function full_name(element)
+    local names, file = {}, nil
+    local e = element
+    while e do
+      if e.descriptor == "file" then
+        file = e.name
+        break
+      end
+      if e.name and e.descriptor ~= "suite" then table.insert(names, 1, e.name) end
+      e = busted.parent(e)
+    end
+    if #names == 0 then return kazoo_file_of(file), "<file>" end
+    if not names[1]:match("%.py$") then
+      table.insert(names, 1, kazoo_file_of(file))
+    end
+    local kazoo_file = table.remove(names, 1)
+    if element.descriptor ~= "it" then
+      names[#names + 1] = "<" .. tostring(element.descriptor) .. ">"
+    end
+    return kazoo_file, table.concat(names, "::")
+  end
+
+  local function add(kazoo_file, name, status, message)
+    results[#results + 1] = { file = kazoo_file, name = name, status = status }
+    if message then messages[#messages + 1] = kazoo_file .. "::" .. name .. "\n" .. message end
+  end
+
+  local function trimmed(message)
+    local text = type(message) == "string" and message or tostring(message)
+    local lines = {}
+    for line in (text .. "\n"):gmatch("(.-)\n") do
+      if #lines == 12 then lines[#lines + 1] = "  ..." break end
+      lines[#lines + 1] = "  " .. line
+    end
+    return table.concat(lines, "\n")
+  end
+
+  busted.subscribe({ "test", "end" }, function(element, _, status)
+    local kazoo_file, name = full_name(element)
+    local plain, key = name:match("^(.-) %[difference: ([^%]]+)%]$")
+    if status == "success" and key then
+      if readme:find("| `" .. key .. "` |", 1, true) then
+        add(kazoo_file, plain, "difference " .. key)
+      else
+        add(kazoo_file, plain, "FAIL", "  difference " .. key ..
+          " has no row in README.md's \"Differences from kazoo\" table (| `" .. key .. "` | ...)")
+      end
+    elseif status == "success" then
+      add(kazoo_file, name, "pass")
+    elseif status == "pending" then
+      add(kazoo_file, plain or name, "FAIL", "  pending: no test may be skipped")
+    end
+    return nil, true
+  end)
+
+  local function on_failure(element, _, message)
+    local kazoo_file, name = full_name(element)
+    local plain = name:match("^(.-) %[difference: [^%]]+%]$")
+    add(kazoo_file, plain or name, "FAIL", trimmed(message))
+    return nil, true
+  end
+  busted.subscribe({ "failure" }, on_failure)
+  busted.subscribe({ "error" }, on_failure)
+
+  busted.subscribe({ "suite", "end" }, function()
+    local ok, not_applicable = pcall(dofile, NOT_APPLICABLE_FILE)
+    if not ok or type(not_applicable) ~= "table" then
+      add("not_applicable.lua", "<load>", "FAIL", trimmed(not_applicable))
+      not_applicable = {}
+    end
+    local seen = {}
+    for _, r in ipairs(results) do seen[r.file .. "::" .. r.name] = true end
+    local listed = {}
+    for key, reason in pairs(not_applicable) do listed[#listed + 1] = { key = key, reason = reason } end
+    table.sort(listed, function(a, b) return a.key < b.key end)
+    for _, entry in ipairs(listed) do
+      local kazoo_file, name = tostring(entry.key):match("^(.-%.py)::(.+)$")
+      if not kazoo_file then
+        add("not_applicable.lua", tostring(entry.key), "FAIL",
+            "  a key must read \"test_x.py::test_name\"")
+      elseif seen[entry.key] then
+        add(kazoo_file, name, "FAIL", "  translated and also listed in " .. NOT_APPLICABLE_FILE)
+      else
+        add(kazoo_file, name, "not applicable: " .. tostring(entry.reason))
+      end
+    end
+
+    -- one group per kazoo file, in file order; tests in the order they ran
+    local files, by_file, width = {}, {}, 0
+    for _, r in ipairs(results) do
+      if not by_file[r.file] then
+        by_file[r.file] = {}
+        files[#files + 1] = r.file
+      end
+      table.insert(by_file[r.file], r)
+      width = math.max(width, #r.file + 2 + #r.name)
+    end
+    table.sort(files)
+    local function count(list)
+      local c = { pass = 0, difference = 0, na = 0, fail = 0 }
+      for _, r in ipairs(list) do
+        if r.status == "pass" then c.pass = c.pass + 1
+        elseif r.status:match("^difference") then c.difference = c.difference + 1
+        elseif r.status:match("^not applicable") then c.na = c.na + 1
+        else c.fail = c.fail + 1 end
+      end
+      return c
+    end
+    local function totals(c)
+      return string.format("%d pass, %d difference, %d not applicable, %d FAIL",
+                           c.pass, c.difference, c.na, c.fail)
+    end
+    local out = {}
+    for _, file in ipairs(files) do
+      for _, r in ipairs(by_file[file]) do
+        local label = r.file .. "::" .. r.name
+        out[#out + 1] = label .. string.rep(" ", width - #label + 2) .. r.status
+      end
+    end
+    out[#out + 1] = ""
+    out[#out + 1] = "totals per kazoo file:"
+    for _, file in ipairs(files) do
+      out[#out + 1] = string.format("  %-24s %s", file, totals(count(by_file[file])))
+    end
+    local all = count(results)
+    out[#out + 1] = string.format("  %-24s %s", "all", totals(all))
+    if #messages > 0 then
+      out[#out + 1] = ""
+      out[#out + 1] = "FAILs:"
+      for _, m in ipairs(messages) do out[#out + 1] = m end
+    end
+    io.write(table.concat(out, "\n"), "\n")
+    io.flush()
+    local result = os.getenv("ZKLUA_PARITY_RESULT")
+    local f = result and result ~= "" and io.open(result, "w")
+    if f then
+      f:write(all.fail, "\n")
+      f:close()
+    end
+    return nil, true
+  end)
+
+  return handler
+end
