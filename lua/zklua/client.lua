@@ -498,24 +498,57 @@ local function settle_from(source, target)
   end
 end
 
-function Client:_submit_create(path, value, acl, flags, include_data)
+function Client:_submit_create(path, value, acl, flags, include_data, ttl)
   local session = self:_usable_session("create")
-  return self:_track(S.create(session, path, value, acl, flags, include_data), path)
+  return self:_track(S.create(session, path, value, acl, flags, include_data, ttl), path)
 end
 
 local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boolean",
-                         makepath = "boolean", include_data = "boolean" }
+                         makepath = "boolean", include_data = "boolean", container = "boolean",
+                         ttl = "number" }
 
---- create_async(path, value, {acl, ephemeral, sequence, makepath, include_data})
--- -> future of the created path (and its stat with include_data)
+-- ZooKeeper's create modes beyond ephemeral/sequence (zookeeper.h: ZOO_CONTAINER,
+-- ZOO_PERSISTENT_WITH_TTL, ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL) and the longest TTL a server
+-- takes (EphemeralType.TTL: 40 bits of milliseconds).
+local MODE_CONTAINER, MODE_TTL, MODE_SEQUENTIAL_TTL = 4, 5, 6
+local TTL_MAX = 0xFFFFFFFFFF
+
+-- The create mode of opts (checked), and the TTL (ms) or nil.
+local function create_mode(opts)
+  if opts.container then
+    if opts.ephemeral or opts.sequence or opts.ttl ~= nil then
+      check.fail("create", "container", "a container node cannot be ephemeral, sequential or have a ttl")
+    end
+    return MODE_CONTAINER, nil
+  end
+  local ttl = opts.ttl
+  if ttl ~= nil then
+    if ttl ~= ttl or ttl < 1 or ttl > TTL_MAX or ttl % 1 ~= 0 then
+      check.fail("create", "ttl", "option 'ttl' must be a whole number of milliseconds from 1 to " ..
+                 string.format("%d", TTL_MAX) .. " (got " .. tostring(ttl) .. ")")
+    end
+    if opts.ephemeral then
+      check.fail("create", "ttl", "an ephemeral node cannot have a ttl (it ends with its session)")
+    end
+    return opts.sequence and MODE_SEQUENTIAL_TTL or MODE_TTL, math.floor(ttl)
+  end
+  return (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0), nil
+end
+
+--- create_async(path, value, {acl, ephemeral, sequence, makepath, include_data, container, ttl})
+-- -> future of the created path (and its stat with include_data).  container = true: a
+-- container node, which the server deletes some time after its last child went; ttl = ms: a
+-- persistent (or, with sequence, persistent sequential) node the server deletes once it has
+-- had no child and no change for ttl ms.  Both need ZooKeeper 3.5+; ttl needs the server's
+-- extendedTypesEnabled (else UnimplementedError).
 function Client:create_async(path, value, opts)
   opts = check.options("create", opts, CREATE_OPTIONS)
+  local flags, ttl = create_mode(opts)
   check.path("create", path, "path", opts.sequence)
   value = check.value("create", value, path)
   local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
-  local flags = (opts.ephemeral and FLAG_EPHEMERAL or 0) + (opts.sequence and FLAG_SEQUENCE or 0)
   self:_usable_session("create")
-  local first = self:_submit_create(path, value, acl, flags, opts.include_data)
+  local first = self:_submit_create(path, value, acl, flags, opts.include_data, ttl)
   if not opts.makepath then return first end
   local client, result = self, Future.new(self.handler)
   return result:_chain(first, function(attempt)
@@ -525,7 +558,7 @@ function Client:create_async(path, value, opts)
     end
     result:_chain(client:ensure_path_async(parent, opts.acl), function(made)
       if made.exception then return result:set_exception(made.exception) end
-      result:_chain(client:_submit_create(path, value, acl, flags, opts.include_data),
+      result:_chain(client:_submit_create(path, value, acl, flags, opts.include_data, ttl),
                    settle_from)
     end)
   end)
@@ -534,7 +567,7 @@ end
 function Client:create(path, value, opts)
   local acl, flags, include_data = self._default_acl, 0, nil
   if opts ~= nil then -- without options (the common case) there is nothing more to check
-    if type(opts) ~= "table" or opts.makepath then
+    if type(opts) ~= "table" or opts.makepath or opts.container or opts.ttl ~= nil then
       self:_check_wait()
       return self:_result(self:create_async(path, value, opts))
     end

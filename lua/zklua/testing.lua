@@ -17,7 +17,9 @@
 --                                              -- p:drop(), p:resume() (zklua.testing.proxy)
 --
 -- Servers run Debian's `zookeeper` package under java, each in a temp dir with free ports and
--- a short tickTime (200 ms: sessions may be as short as 0.4 s, so expiry tests are fast).
+-- a short tickTime (200 ms: sessions may be as short as 0.4 s, so expiry tests are fast),
+-- TTL nodes enabled (extendedTypesEnabled) and empty containers and expired TTL nodes
+-- deleted within a second (znode.container.checkIntervalMs = 500).
 -- A node is ready when `srvr` reports its mode.  Every process is stopped by its PID, never by
 -- name; a cluster left running is stopped when it is garbage collected or the Lua state closes.
 -- A process killed outright (SIGKILL: no finalizer runs) leaves nothing either: a watchdog
@@ -29,7 +31,10 @@ local blocking = require "zklua.handlers.blocking"
 local testing = {}
 
 local CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
-local JAVA_OPTS = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"
+-- znode.container.checkIntervalMs: the server looks for empty containers and expired TTL
+-- nodes every half second (not every minute), so a test waits for their deletion briefly.
+local JAVA_OPTS = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto " ..
+  "-Dznode.container.checkIntervalMs=500"
 local MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 local function shell_quote(s)
@@ -122,6 +127,7 @@ function Node:_config()
     "forceSync=no",
     "preAllocSize=1024",
     "snapCount=100000",
+    "extendedTypesEnabled=true", -- TTL nodes (create's ttl option)
   }
   if c.read_only then
     lines[#lines + 1] = "localSessionsEnabled=true"

@@ -277,14 +277,26 @@ uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int 
                        const struct ACL_vector *acl, int flags, int want_stat,
                        const zkl_route *route)
 {
+    return zkl_op_create_ttl(s, path, value, len, acl, flags, 0, want_stat, route);
+}
+
+uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, int len,
+                           const struct ACL_vector *acl, int flags, int64_t ttl, int want_stat,
+                           const zkl_route *route)
+{
     zkl_event *op = new_op(s, ZKL_OP_CREATE, route);
     if (!op)
         return 0;
     int rc = handle_rc(s);
-    if (rc == ZOK && want_stat)
-        rc = zoo_acreate2(s->zh, path, value ? value : "", len, acl, flags, on_string_stat, op);
+    const char *v = value ? value : "";
+    if (rc == ZOK && ttl > 0 && want_stat)
+        rc = zoo_acreate2_ttl(s->zh, path, v, len, acl, flags, ttl, on_string_stat, op);
+    else if (rc == ZOK && ttl > 0)
+        rc = zoo_acreate_ttl(s->zh, path, v, len, acl, flags, ttl, on_string, op);
+    else if (rc == ZOK && want_stat)
+        rc = zoo_acreate2(s->zh, path, v, len, acl, flags, on_string_stat, op);
     else if (rc == ZOK)
-        rc = zoo_acreate(s->zh, path, value ? value : "", len, acl, flags, on_string, op);
+        rc = zoo_acreate(s->zh, path, v, len, acl, flags, on_string, op);
     return submitted(s, op, rc);
 }
 

@@ -24,6 +24,12 @@
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
                        const struct ACL_vector *acl, int flags, int want_stat,
                        const zkl_route *route);
+/* A create whose flags may be ZOO_PERSISTENT_WITH_TTL or ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL:
+ * ttl (ms, > 0) is the node's time to live once it has no children and no change (servers
+ * with extendedTypesEnabled); ttl 0 is zkl_op_create. */
+uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, int len,
+                           const struct ACL_vector *acl, int flags, int64_t ttl, int want_stat,
+                           const zkl_route *route);
 uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route);
 uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route);
 uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route);

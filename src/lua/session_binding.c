@@ -443,7 +443,7 @@ static int session_pending(lua_State *L)
 
 /* ---- operations ---- */
 
-static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat) */
+static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat, ttl) */
 {
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
@@ -451,7 +451,9 @@ static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat)
     const char *value = check_value(L, 3, &len);
     struct ACL_vector *acl = zkl_opt_acl_list(L, 4, "acl");
     int flags = optional_int(L, 5, 0);
-    return push_op_id(L, zkl_op_create(s, path, value, len, acl, flags, lua_toboolean(L, 6), NULL));
+    int64_t ttl = (int64_t)luaL_optinteger(L, 7, 0);
+    return push_op_id(L, zkl_op_create_ttl(s, path, value, len, acl, flags, ttl,
+                                           lua_toboolean(L, 6), NULL));
 }
 
 static int op_delete(lua_State *L) /* delete(path, version) */
