@@ -15,7 +15,8 @@
 -- step waits and goes on; a LockingQueue holder keeps its item) and LOST (session expired: a
 -- Queue goes on on the new session; a LockingQueue claim is gone) do — are stated once, in
 -- src/recipes/item_queue.h and src/recipes/locking_queue.h.  Values are Lua strings,
--- binary-safe; priorities are 0..999 (default 100, lower first).  What this layer adds:
+-- binary-safe; priorities are integers 0..999 (default 100, lower first; 10.0 is refused
+-- under Lua 5.4, as kazoo refuses a float).  What this layer adds:
 --
 -- Queue (kazoo: "does not offer reliable consumption": an item leaves the queue before it is
 -- processed):
@@ -46,6 +47,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 local join = require("zklua.paths").join
 local base = require "zklua.recipes.base"
 local waits = base.waits
@@ -61,10 +63,9 @@ end
 
 local function check_priority(fname, priority)
   if priority == nil then return 100 end
-  if type(priority) ~= "number" or priority ~= math.floor(priority) or priority < 0 or
-     priority > 999 then
+  if not compat.is_integer(priority) or priority < 0 or priority > 999 then -- 10.0 too (kazoo)
     check.fail(fname, "priority", "priority must be an integer from 0 to 999 (got " ..
-               tostring(priority) .. ")")
+               (type(priority) == "number" and tostring(priority) or type(priority)) .. ")")
   end
   return priority
 end
