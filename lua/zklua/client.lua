@@ -965,6 +965,12 @@ function Client:SetPartitioner(...)
   return require("zklua.recipes.partitioner").SetPartitioner(self, ...)
 end
 
+--- Curator's ServiceDiscovery (zklua.recipes.service_discovery): register and find service
+-- instances under base_path in Curator x-discovery's layout; opts = {with_enabled}.
+function Client:ServiceDiscovery(base_path, opts)
+  return require("zklua.recipes.service_discovery").ServiceDiscovery(self, base_path, opts)
+end
+
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)

@@ -31,6 +31,7 @@ void zkl_register_allocator(lua_State *L);        /* core.allocator() and its JS
 void zkl_register_strategies(lua_State *L);       /* core.strategy(), core.strategy_hash() */
 void zkl_register_tree_cache(lua_State *L);       /* core.tree_cache() */
 void zkl_register_set_partitioner(lua_State *L);  /* core.set_partitioner() */
+void zkl_register_service_instance(lua_State *L); /* core.service_instance_encode/decode() */
 
 /* The names the binding gives each recipe's enums, in enum order (constants.c, which checks
  * their counts at compile time and exports them as core.names). */

@@ -170,6 +170,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_semaphore(L);
     zkl_register_lease(L);
     zkl_register_set_partitioner(L);
+    zkl_register_service_instance(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
     lua_pushinteger(L, 1024 * 1024 - 1);

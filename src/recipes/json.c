@@ -147,6 +147,87 @@ void zkl_json_buf_number(zkl_json_buf *b, double v)
     zkl_json_buf_raw(b, text, strlen(text));
 }
 
+/* The letter of Jackson's short escape for control byte c, or 0 when it has none. */
+static char jackson_short_escape(unsigned char c)
+{
+    switch (c) {
+    case '\b':
+        return 'b';
+    case '\t':
+        return 't';
+    case '\n':
+        return 'n';
+    case '\f':
+        return 'f';
+    case '\r':
+        return 'r';
+    default:
+        return 0;
+    }
+}
+
+int zkl_json_buf_string_jackson(zkl_json_buf *b, const char *s, size_t n)
+{
+    if (!zkl_utf8_valid(s, n))
+        return -1;
+    zkl_json_buf_raw(b, "\"", 1);
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        zkl_json_buf_raw(b, s + start, i - start);
+        char esc[8];
+        char letter = jackson_short_escape(c);
+        if (c == '"' || c == '\\')
+            snprintf(esc, sizeof esc, "\\%c", c);
+        else if (letter)
+            snprintf(esc, sizeof esc, "\\%c", letter);
+        else
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+        zkl_json_buf_raw(b, esc, strlen(esc));
+        start = i + 1;
+    }
+    zkl_json_buf_raw(b, s + start, n - start);
+    zkl_json_buf_raw(b, "\"", 1);
+    return 0;
+}
+
+int zkl_json_buf_value(zkl_json_buf *b, const zkl_json *v)
+{
+    switch (v->type) {
+    case ZKL_JSON_NULL:
+        zkl_json_buf_raw(b, "null", 4);
+        return 0;
+    case ZKL_JSON_BOOL:
+        zkl_json_buf_raw(b, v->boolean ? "true" : "false", v->boolean ? 4 : 5);
+        return 0;
+    case ZKL_JSON_NUMBER:
+        zkl_json_buf_number(b, v->number);
+        return 0;
+    case ZKL_JSON_STRING:
+        return zkl_json_buf_string_jackson(b, v->string, v->string_len);
+    case ZKL_JSON_ARRAY:
+    case ZKL_JSON_OBJECT:
+        break;
+    }
+    int object = v->type == ZKL_JSON_OBJECT;
+    zkl_json_buf_raw(b, object ? "{" : "[", 1);
+    for (size_t i = 0; i < v->count; i++) {
+        if (i > 0)
+            zkl_json_buf_raw(b, ",", 1);
+        if (object) {
+            if (!v->keys[i] || zkl_json_buf_string_jackson(b, v->keys[i], strlen(v->keys[i])) != 0)
+                return -1;
+            zkl_json_buf_raw(b, ":", 1);
+        }
+        if (zkl_json_buf_value(b, v->values[i]) != 0)
+            return -1;
+    }
+    zkl_json_buf_raw(b, object ? "}" : "]", 1);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- parser */
 
 typedef struct {

@@ -1,5 +1,5 @@
 /*
- * json.h — the small JSON the allocator's znodes hold (no Lua here): a parser into a tree
+ * json.h — the small JSON the allocator's and service discovery's znodes hold (no Lua here): a parser into a tree
  * and an append-only writer.
  *
  * Guarantees:
@@ -73,5 +73,11 @@ void zkl_json_buf_raw(zkl_json_buf *b, const char *s, size_t n);
 int zkl_json_buf_string(zkl_json_buf *b, const char *s, size_t n);
 /* Appends a finite number, as short as reads back exactly (integers without a point). */
 void zkl_json_buf_number(zkl_json_buf *b, double v);
+/* Appends s as Jackson (Java) writes a string: \b \t \n \f \r short forms, other control
+ * characters as \u00XX (upper-case hex), the rest as it is: 0, or -1 when s is not UTF-8. */
+int zkl_json_buf_string_jackson(zkl_json_buf *b, const char *s, size_t n);
+/* Appends the tree v (strings as zkl_json_buf_string_jackson writes them): 0, or -1 when a
+ * string in it is not UTF-8 or a key holds NUL (what was appended before stays). */
+int zkl_json_buf_value(zkl_json_buf *b, const zkl_json *v);
 
 #endif

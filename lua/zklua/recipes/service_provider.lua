@@ -1,0 +1,191 @@
+--- zklua.recipes.service_provider — Curator x-discovery's ServiceProvider: one instance of a
+-- service per call, from a ServiceCache, by a strategy, skipping instances reported failing.
+--
+--   local provider = sd:ServiceProvider("api", {strategy = "round_robin"})
+--   provider:start(timeout)                -- starts its ServiceCache (see service_cache.lua)
+--   local inst = provider:get_instance()   -- an instance, or nil when none is usable
+--   local inst = provider:get_instance(key) -- with a key strategy: the key's instance
+--   provider:note_error(inst)              -- the caller failed to reach inst
+--   provider:get_all_instances()           -- the usable ones, sorted by id
+--   provider:close()
+--
+-- opts (all optional):
+--   strategy        "round_robin" (default, Curator's), "random", "sticky" (Curator's: the
+--                   same instance while it stays usable, picked by sticky_base), or a key
+--                   strategy "consistent_hash" | "rendezvous" (the C partition strategies of
+--                   src/recipes/strategy_*.c: the same key goes to the same instance on every
+--                   worker and process; when that instance goes, only its keys move)
+--   sticky_base     the strategy sticky picks with: "round_robin" (default) or "random"
+--   vnodes          consistent_hash's points per instance (default 160)
+--   down_threshold  Curator's DownInstancePolicy: an instance with this many note_error()
+--   down_timeout    within down_timeout seconds is skipped until down_timeout seconds after
+--                   its first error (defaults 2 and 30, Curator's)
+--   cache           a started ServiceCache of the service to use (default: a new one)
+-- Usable instances: enabled ones (Curator's filter) not held down.  A key strategy given no
+-- key picks by round robin.  get_instance never waits and never talks to ZooKeeper: nginx's
+-- balancer_by_lua calls it.  SUSPENDED and LOST act through the cache (its instances are
+-- kept while disconnected).  Sharing among coroutines: safe (no call waits but start).
+local check = require "zklua.check"
+local core = require "zklua.core"
+
+local M = {}
+
+local ServiceProvider = { __name = "zklua.ServiceProvider" }
+ServiceProvider.__index = ServiceProvider
+
+local STRATEGIES = { round_robin = true, random = true, sticky = true, consistent_hash = true,
+                     rendezvous = true }
+local KEY_STRATEGIES = { consistent_hash = true, rendezvous = true }
+
+local OPTIONS = { strategy = "string", sticky_base = "string", vnodes = "number",
+                  down_threshold = "number", down_timeout = "number", cache = "table" }
+
+-- Forgets errors older than down_timeout, at most every down_timeout / 2 (Curator's purge).
+local function purge(self, now)
+  if now - self._last_purge < self.down_timeout / 2 then return end
+  self._last_purge = now
+  for id, status in pairs(self._down) do
+    if now - status.since >= self.down_timeout then
+      self._down[id] = nil
+      self._down_version = self._down_version + 1
+    end
+  end
+end
+
+--- The usable instances (enabled, not down), sorted by id; cached until the cache or the
+-- down set changes.
+function ServiceProvider:get_all_instances()
+  local cache = self.cache
+  purge(self, core.monotonic())
+  if self._usable and self._usable_version == cache.version and
+     self._usable_down == self._down_version then
+    return self._usable
+  end
+  local usable, ids = {}, {}
+  for _, instance in ipairs(cache:_list()) do
+    local status = self._down[instance.id]
+    if instance.enabled and not (status and status.count >= self.down_threshold) then
+      usable[#usable + 1] = instance
+      ids[#ids + 1] = instance.id
+    end
+  end
+  self._usable, self._usable_ids = usable, ids
+  self._usable_version, self._usable_down = cache.version, self._down_version
+  return usable
+end
+
+local function round_robin(self, list)
+  self._index = self._index % #list + 1
+  return list[self._index]
+end
+
+local function by_key(self, list, key)
+  local ids = self._usable_ids
+  local owners = core.strategy(self.strategy, ids, { key }, nil, nil, self.vnodes)
+  for i, id in ipairs(ids) do
+    local items = owners[id]
+    if items and items[1] then return list[i] end
+  end
+  return nil
+end
+
+--- get_instance(key) -> an instance, or nil when no usable instance is there.
+function ServiceProvider:get_instance(key)
+  local list = self:get_all_instances()
+  if #list == 0 then return nil end
+  local strategy = self.strategy
+  if KEY_STRATEGIES[strategy] and key ~= nil then
+    if type(key) ~= "string" then key = tostring(key) end
+    return by_key(self, list, key)
+  elseif strategy == "random" then
+    return list[math.random(#list)]
+  elseif strategy == "sticky" then
+    local mine = self._sticky
+    if mine then
+      for _, instance in ipairs(list) do
+        if instance.id == mine then return instance end
+      end
+    end
+    local picked = self.sticky_base == "random" and list[math.random(#list)] or
+                   round_robin(self, list)
+    self._sticky = picked.id
+    self.instance_number = self.instance_number + 1
+    return picked
+  end
+  return round_robin(self, list)
+end
+
+--- note_error(instance or id): one more error for it (see down_threshold).
+function ServiceProvider:note_error(instance)
+  local id = type(instance) == "table" and instance.id or instance
+  if type(id) ~= "string" then
+    check.fail("note_error", "instance", "instance must be an instance or its id")
+  end
+  local now = core.monotonic()
+  purge(self, now)
+  local status = self._down[id]
+  if not status then
+    status = { since = now, count = 0 }
+    self._down[id] = status
+  end
+  status.count = status.count + 1
+  self._down_version = self._down_version + 1
+end
+
+--- start(timeout): starts the provider's own cache (a cache given in opts is not started).
+function ServiceProvider:start(timeout)
+  if self._own_cache then self.cache:start(timeout) end
+end
+
+--- close(): closes the provider's own cache.
+function ServiceProvider:close()
+  if self._own_cache then self.cache:close() end
+end
+
+function ServiceProvider.__tostring(self)
+  return "zklua.ServiceProvider(" .. self.cache.path .. ", " .. self.strategy .. ")"
+end
+
+local function positive(fname, opts, field, default)
+  local v = opts[field]
+  if v == nil then return default end
+  if v ~= v or v <= 0 or v == math.huge then
+    check.fail(fname, field, field .. " must be a finite number > 0")
+  end
+  return v
+end
+
+function M.new(discovery, name, opts)
+  local fname = "ServiceProvider"
+  opts = check.options(fname, opts, OPTIONS)
+  local strategy = opts.strategy or "round_robin"
+  if not STRATEGIES[strategy] then
+    check.fail(fname, "strategy", "strategy must be round_robin, random, sticky, " ..
+               "consistent_hash or rendezvous (got " .. string.format("%q", strategy) .. ")")
+  end
+  local sticky_base = opts.sticky_base or "round_robin"
+  if sticky_base ~= "round_robin" and sticky_base ~= "random" then
+    check.fail(fname, "sticky_base", "sticky_base must be round_robin or random")
+  end
+  local vnodes = positive(fname, opts, "vnodes", 160)
+  if vnodes ~= math.floor(vnodes) or vnodes > 10000 then
+    check.fail(fname, "vnodes", "vnodes must be a whole number in 1..10000")
+  end
+  local cache = opts.cache
+  if cache ~= nil and getmetatable(cache) ~= require("zklua.recipes.service_cache").class then
+    check.fail(fname, "cache", "cache must be a ServiceCache")
+  end
+  local self = setmetatable({
+    strategy = strategy, sticky_base = sticky_base, vnodes = vnodes,
+    down_threshold = positive(fname, opts, "down_threshold", 2),
+    down_timeout = positive(fname, opts, "down_timeout", 30),
+    cache = cache or discovery:ServiceCache(name), _own_cache = cache == nil,
+    _down = {}, _down_version = 0, _last_purge = core.monotonic(), _index = 0,
+    instance_number = -1,
+  }, ServiceProvider)
+  return self
+end
+
+M.class = ServiceProvider
+
+return M

@@ -1,0 +1,342 @@
+-- Service discovery (Curator x-discovery's layout and bytes): ServiceDiscovery, ServiceCache and
+-- ServiceProvider (lua/zklua/recipes/service_*.lua over src/recipes/service_instance.c and the
+-- C TreeCache) against a real standalone server.  Interop with real Curator programs is in
+-- spec/curator_discovery_spec.lua; the nginx balancer in spec/nginx_balancer_spec.lua.
+local core = require "zklua.core"
+local errors = require "zklua.errors"
+local testing = require "zklua.testing"
+local helpers = require "support.helpers"
+
+local eventually = helpers.eventually
+local raises = helpers.raises
+local LONG = 60 -- s: an upper bound only (the machine is shared)
+
+-- What Curator 5.4's JsonInstanceSerializer(String.class) writes for
+-- new ServiceInstance<>("name", "id", "address", 10, 20, "payload", 0, DYNAMIC,
+--                       new UriSpec("{a}/b/{ c }\n\u0001"), true)
+-- (captured from the Debian jars; spec/curator_discovery_spec.lua compares live).
+local CURATOR_BYTES = '{"name":"name","id":"id","address":"address","port":10,"sslPort":20,' ..
+  '"payload":"payload","registrationTimeUTC":0,"serviceType":"DYNAMIC","uriSpec":{"parts":[' ..
+  '{"value":"a","variable":true},{"value":"/b/","variable":false},{"value":"c","variable":true},' ..
+  '{"value":"\\n\\u0001","variable":false}]}}'
+
+describe("service instance bytes", function()
+  local instance = { name = "name", id = "id", address = "address", port = 10, ssl_port = 20,
+                     payload = "payload", registration_time_utc = 0, service_type = "DYNAMIC",
+                     uri_spec = "{a}/b/{ c }\n\1" }
+
+  it("are Curator's, member for member", function()
+    assert.are.equal(CURATOR_BYTES, core.service_instance_encode(instance))
+    local with_enabled = core.service_instance_encode(instance, true)
+    assert.are.equal(CURATOR_BYTES:sub(1, -2) .. ',"enabled":true}', with_enabled)
+  end)
+
+  it("read back to the same instance", function()
+    local back = assert(core.service_instance_decode(CURATOR_BYTES))
+    assert.are.equal("name", back.name)
+    assert.are.equal("id", back.id)
+    assert.are.equal(10, back.port)
+    assert.are.equal(20, back.ssl_port)
+    assert.are.equal("payload", back.payload)
+    assert.are.equal('"payload"', back.payload_json)
+    assert.are.equal("{a}/b/{c}\n\1", back.uri_spec) -- variable names trimmed, as Curator
+    assert.is_true(back.enabled)
+    local disabled = assert(core.service_instance_decode(
+      core.service_instance_encode({ name = "n", enabled = false }, true)))
+    assert.is_false(disabled.enabled)
+  end)
+
+  it("take Jackson's defaults for missing members and keep object payloads", function()
+    local empty = assert(core.service_instance_decode("{}"))
+    assert.is_true(empty.enabled) -- Curator: "no 'enabled' should be assumed enabled"
+    assert.is_nil(empty.name)
+    assert.is_nil(empty.port)
+    local java = assert(core.service_instance_decode(
+      '{"name":"x","payload":{"@class":"com.example.Details","weight":3},"unknown":1}'))
+    assert.are.equal('{"@class":"com.example.Details","weight":3}', java.payload_json)
+    assert.is_nil(java.payload)
+  end)
+
+  it("refuse what Curator refuses", function()
+    assert.is_nil(core.service_instance_decode("[1]"))
+    assert.is_nil(core.service_instance_decode('{"port":"80"}'))
+    assert.is_nil(core.service_instance_decode('{"serviceType":"ODD"}'))
+    for _, spec in ipairs({ "{a", "a}", "{a{b}}" }) do
+      local bytes, field = core.service_instance_encode({ uri_spec = spec })
+      assert.is_nil(bytes)
+      assert.are.equal("uri_spec", field)
+    end
+  end)
+end)
+
+describe("ServiceDiscovery", function()
+  local server, zk, other
+
+  setup(function()
+    server = testing.server()
+    zk, other = helpers.clients(server.hosts, 2)
+  end)
+  teardown(function()
+    if zk then zk:close() end
+    if other then other:close() end
+    if server then server:stop() end
+  end)
+
+  it("registers in Curator's layout and finds instances", function()
+    local sd = zk:ServiceDiscovery("/sd1/services")
+    local a = sd:register{ name = "api", address = "10.0.0.1", port = 8080 }
+    local b = sd:register{ name = "api", id = "b", address = "10.0.0.2", port = 8081,
+                           payload = "blue", uri_spec = "{scheme}://{address}:{port}" }
+    sd:register{ name = "db", id = "d1", address = "10.0.0.3", port = 5432 }
+    assert.truthy(a.id:match("^%x+%-%x+%-%x+%-%x+%-%x+$"))
+    local data, stat = other:get("/sd1/services/api/" .. a.id)
+    assert.are_not.equal(0, stat.ephemeralOwner) -- DYNAMIC: an ephemeral znode
+    assert.are.equal(core.service_instance_encode(a), data)
+    local reader = other:ServiceDiscovery("/sd1/services")
+    assert.are.same({ "api", "db" }, reader:query_for_names())
+    local found = reader:query_for_instances("api")
+    assert.are.equal(2, #found)
+    local by_id = {}
+    for _, inst in ipairs(found) do by_id[inst.id] = inst end
+    assert.are.equal("blue", by_id.b.payload)
+    assert.are.equal(8081, by_id.b.port)
+    assert.are.equal("{scheme}://{address}:{port}", by_id.b.uri_spec)
+    assert.are.equal("10.0.0.1", reader:query_for_instance("api", a.id).address)
+    assert.is_nil(reader:query_for_instance("api", "nope"))
+    assert.are.same({}, reader:query_for_instances("none"))
+    b.payload = "green"
+    sd:update(b)
+    assert.are.equal("green", reader:query_for_instance("api", "b").payload)
+    sd:unregister(b)
+    assert.is_nil(reader:query_for_instance("api", "b"))
+    sd:register{ name = "api", id = a.id, address = "10.0.0.9", port = 1 } -- replaces
+    assert.are.equal("10.0.0.9", reader:query_for_instance("api", a.id).address)
+    local static = sd:register{ name = "db", id = "s", service_type = "STATIC" }
+    local _, sstat = other:get("/sd1/services/db/" .. static.id)
+    assert.are.equal(0, sstat.ephemeralOwner)
+    sd:close() -- unregisters every instance it registered
+    assert.are.same({}, reader:query_for_instances("api"))
+    assert.are.same({}, reader:query_for_instances("db"))
+  end)
+
+  it("checks its arguments before anything is sent", function()
+    local sd = zk:ServiceDiscovery("/sd2")
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a/b" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", port = 70000 })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", port = "80" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", colour = "red" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", uri_spec = "{x" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload = "\255" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload_json = "{" })
+    raises(errors.BadArgumentsError, sd.register, sd, { name = "a", service_type = "X" })
+    raises(errors.BadArgumentsError, zk.ServiceDiscovery, zk, "no-slash")
+    raises(errors.KazooException, sd.update, sd, { name = "a", id = "never" })
+    assert.is_nil(other:exists("/sd2"))
+    sd:close()
+  end)
+
+  it("registers its instances again after a session expiry", function()
+    local owner = helpers.client(server.hosts)
+    local sd = owner:ServiceDiscovery("/sd3")
+    local inst = sd:register{ name = "api", id = "x", address = "10.1.1.1", port = 80 }
+    inst.port = 81
+    sd:update(inst)
+    local _, before = other:get("/sd3/api/x")
+    local reconnected = 0
+    owner:add_listener(function(state) if state == "CONNECTED" then reconnected = reconnected + 1 end end)
+    helpers.expire(owner)
+    testing.wait_for(function() return reconnected > 0 end, LONG, "the new session")
+    local reader = other:ServiceDiscovery("/sd3")
+    eventually(function()
+      local stat = other:exists("/sd3/api/x")
+      return stat ~= nil and stat.ephemeralOwner ~= before.ephemeralOwner
+    end, LONG, "the instance registered on the new session")
+    assert.are.equal(81, reader:query_for_instance("api", "x").port) -- its latest data
+    sd:close()
+    owner:close()
+  end)
+end)
+
+describe("ServiceCache and ServiceProvider", function()
+  local server, zk, peer
+
+  setup(function()
+    server = testing.server()
+    zk, peer = helpers.clients(server.hosts, 2)
+  end)
+  teardown(function()
+    if zk then zk:close() end
+    if peer then peer:close() end
+    if server then server:stop() end
+  end)
+
+  local function ids(list)
+    local out = {}
+    for i, inst in ipairs(list) do out[i] = inst.id end
+    return out
+  end
+
+  it("follows registrations, updates and session ends with listeners", function()
+    local reg = peer:ServiceDiscovery("/sc1")
+    reg:register{ name = "api", id = "a", address = "127.0.0.1", port = 1 }
+    local cache = zk:ServiceDiscovery("/sc1"):ServiceCache("api")
+    local changes = 0
+    cache:listen(function(event) if event.type == "CACHE_CHANGED" then changes = changes + 1 end end)
+    cache:start(LONG)
+    assert.are.same({ "a" }, ids(cache:get_instances())) -- loaded when start returns
+    local seen = changes
+    local b = reg:register{ name = "api", id = "b", address = "127.0.0.1", port = 2 }
+    eventually(function() return #cache:get_instances() == 2 end, LONG, "b in the cache")
+    assert.is_true(changes > seen)
+    b.port = 3
+    reg:update(b)
+    eventually(function() return cache:get_instances()[2].port == 3 end, LONG, "the update")
+    -- a znode that is not an instance is left out
+    peer:create("/sc1/api/junk", "not json")
+    reg:unregister("a")
+    eventually(function() return #cache:get_instances() == 1 end, LONG, "a gone")
+    -- the registering session ends: its ephemeral instances leave the cache
+    local owner = helpers.client(server.hosts)
+    owner:ServiceDiscovery("/sc1"):register{ name = "api", id = "c", address = "127.0.0.1", port = 4 }
+    eventually(function() return #cache:get_instances() == 2 end, LONG, "c in the cache")
+    owner:close()
+    eventually(function() return #cache:get_instances() == 1 end, LONG, "c gone with its session")
+    cache:close()
+    assert.are.same({}, cache:get_instances())
+    reg:close()
+  end)
+
+  it("keeps its instances through its own session's expiry and catches up", function()
+    local reg = peer:ServiceDiscovery("/sc2")
+    reg:register{ name = "api", id = "a", address = "127.0.0.1", port = 1 }
+    local watcher = helpers.client(server.hosts)
+    local cache = watcher:ServiceDiscovery("/sc2"):ServiceCache("api")
+    local events = {}
+    cache:listen(function(event) events[#events + 1] = event.type end)
+    cache:start(LONG)
+    helpers.expire(watcher)
+    assert.are.same({ "a" }, ids(cache:get_instances())) -- kept meanwhile
+    reg:register{ name = "api", id = "b", address = "127.0.0.1", port = 2 }
+    eventually(function() return #cache:get_instances() == 2 end, LONG, "b after the expiry")
+    assert.truthy(helpers.in_order(events, { "CONNECTION_LOST", "CACHE_CHANGED" }))
+    cache:close()
+    watcher:close()
+    reg:close()
+  end)
+
+  it("provides instances by round robin, random and sticky", function()
+    local reg = peer:ServiceDiscovery("/sp1")
+    for _, id in ipairs({ "a", "b", "c" }) do
+      reg:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
+    end
+    reg:register{ name = "api", id = "off", address = "127.0.0.1", port = 1, enabled = false }
+    local sd = zk:ServiceDiscovery("/sp1", { with_enabled = true })
+    local rr = sd:ServiceProvider("api")
+    rr:start(LONG)
+    -- "off" was written without "enabled" (reg's default): enabled, as Curator reads it
+    assert.are.equal(4, #rr:get_all_instances())
+    reg:close()
+    local reg2 = peer:ServiceDiscovery("/sp1", { with_enabled = true })
+    for _, id in ipairs({ "a", "b", "c" }) do
+      reg2:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
+    end
+    reg2:register{ name = "api", id = "off", address = "127.0.0.1", port = 1, enabled = false }
+    eventually(function()
+      return #rr.cache:get_instances() == 4 and table.concat(ids(rr:get_all_instances()), ",") == "a,b,c"
+    end, LONG, "every instance registered again, off disabled and filtered out")
+    local got = {}
+    for i = 1, 6 do got[i] = rr:get_instance().id end
+    assert.are.same({ "a", "b", "c", "a", "b", "c" }, got)
+    local random = sd:ServiceProvider("api", { strategy = "random", cache = rr.cache })
+    local seen = {}
+    for _ = 1, 200 do seen[random:get_instance().id] = true end
+    assert.are.same({ a = true, b = true, c = true }, seen)
+    local sticky = sd:ServiceProvider("api", { strategy = "sticky", cache = rr.cache })
+    local first = sticky:get_instance().id
+    for _ = 1, 5 do assert.are.equal(first, sticky:get_instance().id) end
+    reg2:unregister(first)
+    eventually(function() return #rr:get_all_instances() == 2 end, LONG, "the sticky one gone")
+    local second = sticky:get_instance().id
+    assert.are_not.equal(first, second)
+    assert.are.equal(second, sticky:get_instance().id)
+    assert.are.equal(1, sticky.instance_number)
+    rr:close()
+    reg2:close()
+  end)
+
+  it("skips instances reported failing (DownInstancePolicy)", function()
+    local reg = peer:ServiceDiscovery("/sp2")
+    for _, id in ipairs({ "a", "b" }) do
+      reg:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
+    end
+    local p = zk:ServiceDiscovery("/sp2"):ServiceProvider("api", { down_threshold = 2,
+                                                                   down_timeout = 2 })
+    p:start(LONG)
+    p:note_error("a")
+    assert.are.equal(2, #p:get_all_instances()) -- one error: under the threshold
+    p:note_error("a")
+    assert.are.same({ "b" }, ids(p:get_all_instances()))
+    for _ = 1, 4 do assert.are.equal("b", p:get_instance().id) end
+    -- down for down_timeout after its first error, then usable again
+    eventually(function() return #p:get_all_instances() == 2 end, LONG, "a back")
+    p:close()
+    reg:close()
+  end)
+
+  it("maps keys to instances with the C partition strategies", function()
+    local reg = peer:ServiceDiscovery("/sp3")
+    local names = {}
+    for i = 1, 5 do
+      names[i] = "i" .. i
+      reg:register{ name = "api", id = names[i], address = "127.0.0.1", port = i }
+    end
+    for _, strategy in ipairs({ "consistent_hash", "rendezvous" }) do
+      -- two providers on two sessions agree on every key
+      local p1 = zk:ServiceDiscovery("/sp3"):ServiceProvider("api", { strategy = strategy })
+      local p2 = peer:ServiceDiscovery("/sp3"):ServiceProvider("api", { strategy = strategy })
+      p1:start(LONG)
+      p2:start(LONG)
+      local owner, used = {}, {}
+      for k = 1, 200 do
+        local key = "user-" .. k
+        owner[key] = p1:get_instance(key).id
+        assert.are.equal(owner[key], p2:get_instance(key).id)
+        assert.are.equal(owner[key], p1:get_instance(key).id)
+        used[owner[key]] = true
+      end
+      local n = 0
+      for _ in pairs(used) do n = n + 1 end
+      assert.is_true(n >= 3, strategy .. " spreads the keys")
+      -- an instance reported down: only its keys move
+      local victim = owner["user-1"]
+      p1:note_error(victim)
+      p1:note_error(victim)
+      for key, id in pairs(owner) do
+        local now = p1:get_instance(key).id
+        if id == victim then
+          assert.are_not.equal(victim, now)
+        else
+          assert.are.equal(id, now)
+        end
+      end
+      -- matches the strategy itself
+      local direct = core.strategy(strategy, names, { "user-2" })
+      assert.are.same({ "user-2" }, direct[owner["user-2"]])
+      p1:close()
+      p2:close()
+    end
+    reg:close()
+  end)
+
+  it("checks its options", function()
+    local sd = zk:ServiceDiscovery("/sp4")
+    raises(errors.BadArgumentsError, sd.ServiceProvider, sd, "api", { strategy = "fastest" })
+    raises(errors.BadArgumentsError, sd.ServiceProvider, sd, "api", { down_timeout = -1 })
+    raises(errors.BadArgumentsError, sd.ServiceProvider, sd, "api", { vnodes = 0.5 })
+    raises(errors.BadArgumentsError, sd.ServiceProvider, sd, "api", { cache = {} })
+    raises(errors.BadArgumentsError, sd.ServiceCache, sd, "a/b")
+    local p = sd:ServiceProvider("api")
+    assert.is_nil(p:get_instance()) -- not started, nothing known: nil, never a wait
+    raises(errors.BadArgumentsError, p.note_error, p, 5)
+  end)
+end)
