@@ -197,7 +197,7 @@ function M.status()
     pid = ngx.worker.pid(),
     state = zk.state,                 -- CONNECTED, SUSPENDED or LOST
     client_state = zk.client_state,   -- the library's view: CONNECTED, CONNECTING, CLOSED ...
-    session = (zk:client_id()),       -- the session id ("0x..."), nil before connecting
+    session = zk:client_id() and string.format("0x%x", (zk:client_id())), -- nil before connecting
     ready = ready,
     leader = election ~= nil and election.is_leader,
     config_version = config.version,

@@ -52,6 +52,7 @@ function check.path(fname, path, argument, sequential)
 end
 
 --- A node value: a string (binary-safe) or nil (empty), within the server's packet limit.
+-- (The client's create and set keep a nil value as ZooKeeper's null: see check.data.)
 function check.value(fname, value, path, argument)
   argument = argument or "value"
   if value == nil then return "" end
@@ -67,6 +68,13 @@ function check.value(fname, value, path, argument)
   return value
 end
 
+--- A node's data as create, set and a transaction write it: a string (binary-safe) within the
+-- server's packet limit, or nil, ZooKeeper's null value (read back as nil, kazoo's None).
+function check.data(fname, value, path, argument)
+  if value == nil then return nil end
+  return check.value(fname, value, path, argument)
+end
+
 --- A znode version: nil means any (-1).
 function check.version(fname, version, argument)
   argument = argument or "version"
@@ -78,11 +86,19 @@ function check.version(fname, version, argument)
   return version
 end
 
---- A watch: nil, or a function called once with the event.
+--- Whether fn can be called: a function, or a table or userdata with a __call metamethod.
+function check.callable(fn)
+  if type(fn) == "function" then return true end
+  local mt = (type(fn) == "table" or type(fn) == "userdata") and getmetatable(fn)
+  return type(mt) == "table" and rawget(mt, "__call") ~= nil
+end
+
+--- A watch: nil, or a function (or callable table) called once with the event.
 function check.watch(fname, watch, argument)
-  if watch ~= nil and type(watch) ~= "function" then
+  if watch ~= nil and type(watch) ~= "function" and not check.callable(watch) then
     fail(fname, argument or "watch",
-         (argument or "watch") .. " must be a function or nil (got " .. type(watch) .. ")")
+         (argument or "watch") .. " must be a function, a callable table or nil (got " ..
+         type(watch) .. ")")
   end
   return watch
 end

@@ -21,6 +21,7 @@
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
+local compat = require "zklua.compat"
 local paths = require "zklua.paths"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
@@ -35,7 +36,8 @@ local DEFAULT_HOSTS = "127.0.0.1:2181"
 local CLIENT_OPTIONS = {
   hosts = "any", timeout = "number", read_only = "boolean", auth_data = "table",
   default_acl = "table", command_retry = "table", connection_retry = "table",
-  logger = "any", log_level = "string", handler = "table", client_id = "table",
+  logger = "any", log_level = "string", handler = "any", client_id = "table",
+  randomize_hosts = "boolean",
 }
 
 local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
@@ -63,6 +65,40 @@ local function check_auth_data(auth_data)
   end
   return auth_data
 end
+
+--- kazoo's client.hosts: the {host, port} pairs of a hosts string, in its order (the chroot
+-- left out; 2181 where no port is given).
+local function host_pairs(hosts)
+  local list = {}
+  for entry in (hosts:match("^[^/]*")):gmatch("[^,]+") do
+    local host, port = entry:match("^%s*(.-):(%d+)%s*$")
+    if not host then host, port = entry:match("^%s*(.-)%s*$"), 2181 end
+    list[#list + 1] = { host, tonumber(port) }
+  end
+  return list
+end
+
+--- The hosts string handed to libzookeeper: the servers in a random order (kazoo's
+-- randomize_hosts; the library is told to keep the order it is given), or as given.
+local function connect_order(hosts, randomize)
+  local servers, chroot = hosts:match("^([^/]*)(.*)$")
+  if not randomize then return hosts end
+  local list = {}
+  for entry in servers:gmatch("[^,]+") do
+    table.insert(list, math.random(#list + 1), entry)
+  end
+  return table.concat(list, ",") .. chroot
+end
+
+--- A session id as the C core takes it to resume a session: "0x..." hex (a string given is
+-- passed as it is; an integer, or an int64 cdata under LuaJIT, is printed).
+local function session_hex(id)
+  if type(id) == "string" then return id end
+  return string.format("0x%x", id)
+end
+Client._session_hex = session_hex
+
+local callable = check.callable
 
 local function level_number(value, argument, what)
   local level = type(value) == "string" and LOG_LEVELS[value:upper()]
@@ -127,18 +163,34 @@ function Client.new(arg)
     check.fail("client", "timeout", "timeout must be a number of seconds > 0 (got " ..
                tostring(timeout) .. ")")
   end
-  if opts.default_acl then check.acls("client", opts.default_acl, "default_acl") end
+  if opts.default_acl and next(opts.default_acl) ~= nil then
+    check.acls("client", opts.default_acl, "default_acl")
+  end
   local handler = opts.handler or default_handler()
+  if type(handler) ~= "table" or type(handler.attach) ~= "function" or
+     type(handler.wait) ~= "function" then
+    errors.raise(errors.ConfigurationError, "client: handler must be a handler module such " ..
+                 "as require(\"zklua.handlers.blocking\") or a coroutine handler's new() " ..
+                 "(got " .. type(handler) .. ")")
+  end
+  local randomize = opts.randomize_hosts ~= false
   local logger, log_level = configure_logger(opts.logger, opts.log_level)
+  local auth_data = {}
+  for i, pair in ipairs(check_auth_data(opts.auth_data or {})) do
+    auth_data[i] = { pair[1], pair[2] }
+  end
   local self = setmetatable({
-    hosts = hosts,
+    hosts = host_pairs(hosts), -- kazoo's: {host, port} pairs
+    randomize_hosts = randomize,
+    auth_data = auth_data, -- kazoo's: the {scheme, credential} pairs sent with every session
+    default_acl = opts.default_acl, -- nil or {}: ZooKeeper's open ACL; settable, as kazoo's
+    _hosts = hosts,
     chroot = chroot_of(hosts),
     state = "LOST",
     client_state = "CLOSED",
     connected = false,
     handler = handler,
     _timeout = timeout,
-    _default_acl = opts.default_acl, -- nil: ZooKeeper's open ACL (no table for C to convert)
     _waits_alone = false, -- set by the blocking handler (zklua.handlers.blocking)
     _logger = logger,
     _log_level = log_level,
@@ -154,13 +206,18 @@ function Client.new(arg)
   local r = opts.connection_retry and Retry.new(opts.connection_retry)
   self._connection_retry = r
   local resume = opts.client_id
-  self._session = core.session(hosts, math.floor(timeout * 1000 + 0.5), opts.read_only == true,
-                               resume and resume[1], resume and resume[2], log_level)
+  if resume and not (resume[1] and type(resume[2]) == "string") then
+    check.fail("client", "client_id", "client_id must be {session_id, password} as " ..
+               "zk:client_id() returns them")
+  end
+  self._session = core.session(connect_order(hosts, randomize), math.floor(timeout * 1000 + 0.5),
+                               opts.read_only == true, resume and session_hex(resume[1]),
+                               resume and resume[2], log_level)
   if r then
     self._session:set_connection_retry(r.max_tries, r.delay, r.backoff, r.max_jitter,
                                        r.max_delay, r.deadline)
   end
-  for _, pair in ipairs(check_auth_data(opts.auth_data or {})) do
+  for _, pair in ipairs(auth_data) do
     self._session:add_auth(pair[1], pair[2]) -- remembered: sent with every new session
   end
   handler.attach(self)
@@ -215,7 +272,7 @@ function Client:_change_state(state, client_state)
   if client_state == "CLOSED" and not self._stopped and self._session
      and self._session:gave_up_connecting() then
     self._stopped = true -- as kazoo: stopped until start() is called again
-    self:_log("WARN", "gave up connecting to " .. self.hosts ..
+    self:_log("WARN", "gave up connecting to " .. self._hosts ..
               " within the connection retry policy")
   end
   if state == self.state then return end
@@ -292,7 +349,7 @@ function Client:start(timeout)
     local ok, why = self._session:start()
     if not ok then
       errors.raise(errors.ConfigurationError, "cannot use hosts " .. string.format("%q",
-                   self.hosts) .. ": " .. tostring(why))
+                   self._hosts) .. ": " .. tostring(why))
     end
     self._stopped = false
     self.client_state = "CONNECTING"
@@ -305,7 +362,7 @@ function Client:start(timeout)
   end, timeout)
   if self._stopped and self._session and self._session:gave_up_connecting() then
     local r = self._connection_retry
-    errors.raise(errors.TimeoutError, "could not connect to " .. self.hosts ..
+    errors.raise(errors.TimeoutError, "could not connect to " .. self._hosts ..
                  " within the connection retry policy (max_tries " ..
                  tostring(r and r.max_tries) ..
                  (r and r.deadline and ", deadline " .. r.deadline .. " s" or "") .. ")")
@@ -329,7 +386,7 @@ function Client:start(timeout)
   end
   if not connected then
     self:stop()
-    errors.raise(errors.TimeoutError, "could not connect to " .. self.hosts .. " within " ..
+    errors.raise(errors.TimeoutError, "could not connect to " .. self._hosts .. " within " ..
                  timeout .. " s")
   end
 end
@@ -361,10 +418,156 @@ function Client:restart()
   self:start()
 end
 
---- The session id as a "0x..." hex string and its 16-byte password, or nil before connecting.
+--- kazoo's client_id: the session id and its 16-byte password, or nil without a session.
+-- The id is the same value as the stat.ephemeralOwner (and owner_session_id) of the
+-- session's ephemeral nodes: an integer (under LuaJIT a number, or an exact int64 cdata
+-- beyond 2^53).  zklua.client{client_id = {id, password}} resumes the session.
 function Client:client_id()
   if not self._session then return nil end
   return self._session:client_id()
+end
+
+--- kazoo's unchroot: path with the client's chroot stripped ("/" for the chroot itself).
+function Client:unchroot(path)
+  if type(path) ~= "string" then
+    check.fail("unchroot", "path", "path must be a string (got " .. type(path) .. ")")
+  end
+  local chroot = self.chroot
+  if not chroot or chroot == "" then return path end
+  if path == chroot then return "/" end
+  if path:sub(1, #chroot) == chroot then return path:sub(#chroot + 1) end
+  return path
+end
+
+--- kazoo's set_hosts: the servers to use from now on (a hosts string as the constructor's).
+-- The connection in use is kept while its server is in the new list; the library moves to
+-- another when it is not.  The chroot cannot change (ConfigurationError).  randomize_hosts,
+-- when given, replaces the client's.
+function Client:set_hosts(hosts, randomize_hosts)
+  hosts = hosts_string(hosts)
+  if randomize_hosts ~= nil then
+    self.randomize_hosts = check.flag("set_hosts", randomize_hosts, "randomize_hosts")
+  end
+  local chroot = chroot_of(hosts)
+  if chroot ~= self.chroot then
+    errors.raise(errors.ConfigurationError, "set_hosts: changing the chroot at runtime is " ..
+                 "not supported (" .. tostring(self.chroot) .. " -> " .. tostring(chroot) .. ")")
+  end
+  local pairs_list = host_pairs(hosts)
+  if not self._session then errors.raise(errors.ConnectionClosedError, "set_hosts: the client is closed") end
+  local ok, why = self._session:set_hosts(connect_order(hosts, self.randomize_hosts))
+  if not ok then
+    errors.raise(errors.ConfigurationError, "set_hosts: cannot use hosts " ..
+                 string.format("%q", hosts) .. ": " .. tostring(why))
+  end
+  self.hosts, self._hosts = pairs_list, hosts
+end
+
+--- kazoo's command: sends a four-letter word ("ruok", "envi", "srvr", ...) to the server the
+-- client is connected to, on a connection of its own; returns the answer.  Raises
+-- ConnectionLoss when the client is not connected (or the server does not answer within the
+-- session timeout).
+function Client:command(cmd)
+  cmd = cmd or "ruok"
+  if type(cmd) ~= "string" or not cmd:match("^%l%l%l%l$") then
+    check.fail("command", "cmd", "cmd must be a four-letter word such as \"ruok\" (got " ..
+               (type(cmd) == "string" and string.format("%q", cmd) or type(cmd)) .. ")")
+  end
+  local server = self.connected and self._session and self._session:current_server()
+  if not server then errors.raise(errors.ConnectionLoss, "command: no connection to a server") end
+  local host, port = server:match("^%[?(.-)%]?:(%d+)$")
+  local answer = host and core.four_letter(host, tonumber(port), cmd,
+                                           math.max(self:session_timeout(), 1))
+  if not answer then
+    errors.raise(errors.ConnectionLoss, "command: " .. server .. " did not answer " .. cmd)
+  end
+  return answer
+end
+
+--- kazoo's server_version: the connected server's version as a list of numbers, e.g.
+-- {3, 8, 0}, read from its "envi" answer; asked again up to retries times (default 3) while
+-- the answer is not a usable version.  Raises KazooException when none came, ConnectionLoss
+-- when not connected.
+function Client:server_version(retries)
+  retries = retries == nil and 3 or retries
+  if type(retries) ~= "number" or retries < 0 or retries ~= math.floor(retries) then
+    check.fail("server_version", "retries", "retries must be an integer >= 0")
+  end
+  local function fetch()
+    local data = self:command("envi")
+    for line in tostring(data):gmatch("[^\r\n]+") do
+      local key, value = line:match("^%s*([^=]-)%s*=%s*(.-)%s*$")
+      if key == "zookeeper.version" then
+        local digits = value:match("^([%d%.]+)")
+        if not digits then return nil end
+        local version = {}
+        for part in digits:gmatch("[^%.]+") do version[#version + 1] = tonumber(part) end
+        if #version > 1 and not digits:find("%.%.") and digits:sub(-1) ~= "." then
+          return version
+        end
+        return nil
+      end
+    end
+    return nil
+  end
+  for _ = 0, retries do
+    local version = fetch()
+    if version then return version end
+  end
+  errors.raise(errors.KazooException, "server_version: no usable version from the server " ..
+               "after " .. (retries + 1) .. " tries")
+end
+
+local function server_list(fname, argument, value)
+  if value == nil then return nil end
+  if type(value) == "table" then
+    for i, line in ipairs(value) do
+      if type(line) ~= "string" then
+        check.fail(fname, argument, argument .. "[" .. i .. "] must be a string")
+      end
+    end
+    value = table.concat(value, ",")
+  end
+  if type(value) ~= "string" then
+    check.fail(fname, argument, argument .. " must be a string, a list of strings or nil " ..
+               "(got " .. type(value) .. ")")
+  end
+  return value
+end
+
+--- kazoo's reconfig_async(joining, leaving, new_members, from_config) -> future of the new
+-- config's data and stat.  joining / leaving / new_members: a comma-separated string or a
+-- list of server lines ("server.4=host:port:port:participant;port") or ids; from_config: the
+-- config version it applies to (nil or -1: any).  Needs an ensemble with reconfigEnabled and
+-- a client allowed to reconfigure it (NoAuthError otherwise).
+function Client:reconfig_async(joining, leaving, new_members, from_config)
+  joining = server_list("reconfig", "joining", joining)
+  leaving = server_list("reconfig", "leaving", leaving)
+  new_members = server_list("reconfig", "new_members", new_members)
+  if from_config ~= nil and not compat.is_id(from_config) then
+    check.fail("reconfig", "from_config", "from_config must be an integer (got " ..
+               type(from_config) .. ")")
+  end
+  local config = from_config
+  if config ~= nil and type(config) ~= "number" then config = compat.id_string(config) end
+  local session = self:_usable_session("reconfig")
+  return self:_track(session:reconfig(joining, leaving, new_members, config))
+end
+
+function Client:reconfig(joining, leaving, new_members, from_config)
+  self:_check_wait()
+  return self:_result(self:reconfig_async(joining, leaving, new_members, from_config))
+end
+
+--- The ACL a create uses when it is given none: default_acl (settable, as kazoo's), or
+-- nil (ZooKeeper's open ACL) when that is nil or an empty list.
+function Client:_acl()
+  local acl = self.default_acl
+  if acl == nil or acl == self._acl_checked then return acl end
+  if type(acl) == "table" and next(acl) == nil then return nil end
+  check.acls("create", acl, "default_acl")
+  self._acl_checked = acl
+  return acl
 end
 
 --- The session timeout the server granted, in seconds (0 before connecting).
@@ -372,9 +575,15 @@ function Client:session_timeout()
   return self._session and self._session:negotiated_timeout() / 1000 or 0
 end
 
+--- Calls fn(state) on every change of zk.state ("CONNECTED", "SUSPENDED", "LOST"); fn may
+-- be a function or a callable table.  Anything else is a ConfigurationError, as in kazoo.
 function Client:add_listener(fn)
-  if type(fn) ~= "function" then check.fail("add_listener", "listener", "listener must be a function") end
+  if not callable(fn) then
+    errors.raise(errors.ConfigurationError, "add_listener: listener must be callable (got " ..
+                 type(fn) .. ")")
+  end
   self._listeners[#self._listeners + 1] = fn
+  return fn
 end
 
 function Client:remove_listener(fn)
@@ -465,9 +674,12 @@ function Client:_usable_session(fname)
     errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
                  (self._session and "not started" or "closed"))
   end
-  if self.client_state == "AUTH_FAILED" then -- as kazoo: no call waits for a session to come
+  local client_state = self.client_state
+  if client_state == "AUTH_FAILED" then -- as kazoo: no call waits for a session to come
     errors.raise(errors.AuthFailedError, fname .. ": the server refused the client's auth " ..
                  "(stop() and start() with other credentials)")
+  elseif client_state == "EXPIRED_SESSION" then -- as kazoo, until the new session is there
+    errors.raise(errors.SessionExpiredError, fname .. ": the session expired")
   end
   return self._session
 end
@@ -545,8 +757,8 @@ function Client:create_async(path, value, opts)
   opts = check.options("create", opts, CREATE_OPTIONS)
   local flags, ttl = create_mode(opts)
   check.path("create", path, "path", opts.sequence)
-  value = check.value("create", value, path)
-  local acl = opts.acl and check.acls("create", opts.acl) or self._default_acl
+  value = check.data("create", value, path)
+  local acl = opts.acl and next(opts.acl) ~= nil and check.acls("create", opts.acl) or self:_acl()
   self:_usable_session("create")
   local first = self:_submit_create(path, value, acl, flags, opts.include_data, ttl)
   if not opts.makepath then return first end
@@ -565,7 +777,7 @@ function Client:create_async(path, value, opts)
 end
 
 function Client:create(path, value, opts)
-  local acl, flags, include_data = self._default_acl, 0, nil
+  local acl, flags, include_data = self:_acl(), 0, nil
   if opts ~= nil then -- without options (the common case) there is nothing more to check
     if type(opts) ~= "table" or opts.makepath or opts.container or opts.ttl ~= nil then
       self:_check_wait()
@@ -580,10 +792,12 @@ function Client:create(path, value, opts)
   if type(path) ~= "string" or path_problem(path, sequential) then
     check.path("create", path, "path", sequential)
   end
-  if type(value) ~= "string" or #value + #path > VALUE_ROOM then
-    value = check.value("create", value, path)
+  if value ~= nil and (type(value) ~= "string" or #value + #path > VALUE_ROOM) then
+    value = check.data("create", value, path)
   end
-  if opts ~= nil and opts.acl then acl = check.acls("create", opts.acl) end -- as create_async
+  if opts ~= nil and opts.acl then -- as create_async: an empty list means the default
+    acl = next(opts.acl) ~= nil and check.acls("create", opts.acl) or acl
+  end
   local session = self._session
   if not session or self._stopped then session = self:_usable_session("create") end
   if self._waits_alone then -- _call inlined, as in get: the two hottest sync ops
@@ -602,7 +816,9 @@ end
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
 function Client:ensure_path_async(path, acl)
   check.path("ensure_path", path)
-  if acl ~= nil then check.acls("ensure_path", acl) end
+  if acl ~= nil and (type(acl) ~= "table" or next(acl) ~= nil) then
+    check.acls("ensure_path", acl)
+  end
   local result = Future.new(self.handler)
   if path == "/" then
     result:set(true)
@@ -701,7 +917,7 @@ end
 --- set_async(path, value, version) -> future of the new stat
 function Client:set_async(path, value, version)
   check.path("set", path)
-  value = check.value("set", value, path)
+  value = check.data("set", value, path)
   version = check.version("set", version)
   local session = self:_usable_session("set")
   return self:_track(S.set(session, path, value, version), path)
@@ -709,8 +925,8 @@ end
 
 function Client:set(path, value, version)
   if not known_paths[path] then check.path("set", path) end
-  if type(value) ~= "string" or #value + #path > VALUE_ROOM then
-    value = check.value("set", value, path)
+  if value ~= nil and (type(value) ~= "string" or #value + #path > VALUE_ROOM) then
+    value = check.data("set", value, path)
   end
   if version ~= nil then version = check.version("set", version) else version = -1 end
   local session = self._session
@@ -780,7 +996,9 @@ end
 --- set_acls_async(path, acls, version) -> future of the node's stat after the change
 function Client:set_acls_async(path, acls, version)
   check.path("set_acls", path)
-  check.acls("set_acls", acls, "acls")
+  if type(acls) ~= "table" or next(acls) ~= nil then -- an empty list: the server refuses it
+    check.acls("set_acls", acls, "acls")
+  end
   version = check.version("set_acls", version)
   local session = self:_usable_session("set_acls")
   local changed = self:_track(session:set_acl(path, acls, version), path)
@@ -817,6 +1035,11 @@ function Client:add_auth_async(scheme, credential)
   end
   local session = self:_usable_session("add_auth")
   self._has_auth = true -- sent again with every new session: start() waits for its answer
+  local known = false
+  for _, pair in ipairs(self.auth_data) do
+    known = known or (pair[1] == scheme and pair[2] == credential)
+  end
+  if not known then self.auth_data[#self.auth_data + 1] = { scheme, credential } end
   return self:_track(session:add_auth(scheme, credential))
 end
 
@@ -974,7 +1197,7 @@ end
 Client.__name = "zklua.Client"
 
 function Client.__tostring(client)
-  return string.format("zklua.Client(%s, %s)", client.hosts, client.state)
+  return string.format("zklua.Client(%s, %s)", client._hosts, client.state)
 end
 
 return Client

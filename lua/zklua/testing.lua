@@ -395,7 +395,8 @@ end
 -- Attaches a second handle to the session and closes it, which makes the server end the
 -- session.  Returns false when the takeover could not be completed (see expire_session).
 local function take_over_and_close(hosts, timeout_s, id, passwd, wait)
-  local other = core.session(hosts, math.floor(timeout_s * 1000), false, id, passwd)
+  local other = core.session(hosts, math.floor(timeout_s * 1000), false,
+                             require("zklua.client")._session_hex(id), passwd)
   assert(other:start())
   local deadline = core.monotonic() + wait
   local connected = false
@@ -417,7 +418,7 @@ end
 -- when zk goes through a proxy that refuses connections (testing.proxy).
 function testing.expire_session(zk, timeout, hosts)
   timeout = timeout or 10
-  hosts = hosts or zk.hosts
+  hosts = hosts or zk._hosts
   local id, passwd = zk:client_id()
   assert(id, "expire_session: the client has no session")
   local lost = false

@@ -9,6 +9,11 @@
 -- op that failed holds its error object, every other op a RolledBackError.  A transaction
 -- that never reached the server (connection loss, expiry) raises that error instead.
 -- Arguments are checked as each op is added; a transaction commits once.
+--
+-- As kazoo's `with client.transaction() as t:`, a transaction commits when its block ends
+-- without an error, and is dropped (nothing sent) when the block raised:
+--   t:with(function(t) t:create("/a"); t:delete("/b") end)   -- returns commit()'s results
+--   do local t <close> = zk:transaction(); t:create("/a") end -- Lua 5.4
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -34,8 +39,8 @@ local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boole
 function Transaction:create(path, value, opts)
   opts = check.options("create", opts, CREATE_OPTIONS)
   check.path("create", path, "path", opts.sequence)
-  value = check.value("create", value, path)
-  local acl = opts.acl and check.acls("create", opts.acl) or self.client._default_acl
+  value = check.data("create", value, path)
+  local acl = opts.acl and next(opts.acl) ~= nil and check.acls("create", opts.acl) or self.client:_acl()
   local flags = (opts.ephemeral and 1 or 0) + (opts.sequence and 2 or 0)
   add(self, { kind = "create", path = path, value = value, acl = acl, flags = flags })
 end
@@ -47,7 +52,7 @@ end
 
 function Transaction:set_data(path, value, version)
   check.path("set_data", path)
-  value = check.value("set_data", value, path)
+  value = check.data("set_data", value, path)
   add(self, { kind = "set", path = path, value = value,
               version = check.version("set_data", version) })
 end
@@ -111,6 +116,22 @@ end
 
 function Transaction:commit()
   return self:commit_async():get()
+end
+
+--- kazoo's context manager: fn(t) adds ops, then they are committed; an error in fn is
+-- raised again and nothing is committed.  Returns commit()'s results.
+function Transaction:with(fn)
+  if not check.callable(fn) then
+    check.fail("with", "fn", "fn must be a function (got " .. type(fn) .. ")")
+  end
+  local ok, err = pcall(fn, self)
+  if not ok then error(err, 0) end
+  return self:commit()
+end
+
+--- Lua 5.4's to-be-closed variable: commits when its scope ends without an error.
+function Transaction:__close(err)
+  if err == nil and not self.committed then self:commit() end
 end
 
 return Transaction

@@ -145,6 +145,12 @@ static int begin_op(zkl_multi *m)
     return 0;
 }
 
+/* ZooKeeper's null value: no bytes and length -1. */
+static int is_null(const char *data, int len)
+{
+    return !data && len == -1;
+}
+
 int zkl_multi_add_create(zkl_multi *m, const char *path, const char *data, int len,
                          const struct ACL_vector *acl, int flags)
 {
@@ -155,8 +161,9 @@ int zkl_multi_add_create(zkl_multi *m, const char *path, const char *data, int l
     int buflen = (int)strlen(path) + 16;
     m->path_bufs[i] = malloc((size_t)buflen);
     const char *p = own_string(m, path);
-    const char *d = own_copy(m, data ? data : "", len);
-    if (!m->path_bufs[i] || !p || !d || zkl_acl_copy(&m->acls[i], acl) != 0) {
+    const char *d = is_null(data, len) ? NULL : own_copy(m, data ? data : "", len);
+    if (!m->path_bufs[i] || !p || (!d && !is_null(data, len)) ||
+        zkl_acl_copy(&m->acls[i], acl) != 0) {
         m->count++; /* so zkl_multi_free releases this slot's buffers */
         return -1;
     }
@@ -183,8 +190,8 @@ int zkl_multi_add_set(zkl_multi *m, const char *path, const char *data, int len,
         return -1;
     int i = m->count;
     const char *p = own_string(m, path);
-    const char *d = own_copy(m, data ? data : "", len);
-    if (!p || !d)
+    const char *d = is_null(data, len) ? NULL : own_copy(m, data ? data : "", len);
+    if (!p || (!d && !is_null(data, len)))
         return -1;
     zoo_set_op_init(&m->ops[i], p, d, len, version, &m->stats[i]);
     m->count++;

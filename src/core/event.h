@@ -37,7 +37,8 @@ typedef enum {
     ZKL_OP_SET_ACL,
     ZKL_OP_SYNC,
     ZKL_OP_MULTI,
-    ZKL_OP_AUTH
+    ZKL_OP_AUTH,
+    ZKL_OP_RECONFIG
 } zkl_op_type;
 
 /* kazoo's KazooState. */
@@ -89,8 +90,9 @@ typedef struct zkl_event {
     zkl_route route;     /* route.fn set: delivered to C (route.h), not to the caller */
     int watch_requested; /* the op asked for a watch */
     int watch_registered;/* ... and the library registered it (it will fire or be dropped) */
-    char *data;          /* get: value; create/sync: path */
+    char *data;          /* get, reconfig: value; create/sync: path */
     int data_len;
+    int data_null;       /* get: the node's value is ZooKeeper's null (data is empty) */
     int data_borrowed;   /* data is not the event's to free (a direct read's session buffer) */
     int has_stat;
     struct Stat stat;
@@ -121,6 +123,7 @@ void zkl_event_free(zkl_event *ev);
 zkl_multi *zkl_multi_new(void);
 void zkl_multi_free(zkl_multi *m);
 /* Each returns 0, or -1 when out of memory. Strings are copied. */
+/* data NULL with len -1 writes ZooKeeper's null value (as zoo_create and zoo_set take it). */
 int zkl_multi_add_create(zkl_multi *m, const char *path, const char *data, int len,
                          const struct ACL_vector *acl, int flags);
 int zkl_multi_add_delete(zkl_multi *m, const char *path, int version);

@@ -198,7 +198,8 @@ static void on_data(int rc, const char *value, int len, const struct Stat *stat,
     zkl_event *op = (zkl_event *)data;
     if (rc == ZOK) {
         keep_stat(op, stat);
-        op->data_len = len < 0 ? 0 : len; /* a null value reads as empty */
+        op->data_null = len < 0; /* ZooKeeper's null value (kazoo reads None) */
+        op->data_len = len < 0 ? 0 : len;
         op->data = copy_bytes(value, op->data_len);
         if (!op->data)
             rc = ZSYSTEMERROR;
@@ -288,7 +289,7 @@ uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, 
     if (!op)
         return 0;
     int rc = handle_rc(s);
-    const char *v = value ? value : "";
+    const char *v = zkl_wire_value(value, len);
     if (rc == ZOK && ttl > 0 && want_stat)
         rc = zoo_acreate2_ttl(s->zh, path, v, len, acl, flags, ttl, on_string_stat, op);
     else if (rc == ZOK && ttl > 0)
@@ -411,7 +412,7 @@ uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len
         return 0;
     int rc = handle_rc(s);
     if (rc == ZOK)
-        rc = zoo_aset(s->zh, path, value ? value : "", len, version, on_stat, op);
+        rc = zoo_aset(s->zh, path, zkl_wire_value(value, len), len, version, on_stat, op);
     return submitted(s, op, rc);
 }
 
@@ -460,6 +461,18 @@ uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route)
     int rc = handle_rc(s);
     if (rc == ZOK)
         rc = zoo_amulti(s->zh, m->count, m->ops, m->results, on_void, op);
+    return submitted(s, op, rc);
+}
+
+uint64_t zkl_op_reconfig(zkl_session *s, const char *joining, const char *leaving,
+                         const char *members, int64_t from_config)
+{
+    zkl_event *op = new_op(s, ZKL_OP_RECONFIG, NULL);
+    if (!op)
+        return 0;
+    int rc = handle_rc(s);
+    if (rc == ZOK)
+        rc = zoo_areconfig(s->zh, joining, leaving, members, from_config, on_data, op);
     return submitted(s, op, rc);
 }
 

@@ -21,6 +21,13 @@
 
 #include "session.h"
 
+/* A value NULL with len -1 is ZooKeeper's null (a get reads it back with data_null set);
+ * NULL with len 0 is an empty value. */
+static inline const char *zkl_wire_value(const char *value, int len)
+{
+    return value || len < 0 ? value : "";
+}
+
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
                        const struct ACL_vector *acl, int flags, int want_stat,
                        const zkl_route *route);
@@ -41,6 +48,12 @@ uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
                         const struct ACL_vector *acl, const zkl_route *route);
 uint64_t zkl_op_sync(zkl_session *s, const char *path, const zkl_route *route);
 uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route); /* takes m */
+/* Changes the ensemble's membership (ZooKeeper 3.5+ dynamic reconfiguration): incremental
+ * (joining and/or leaving, comma-separated server lines / ids) or bulk (members); each may be
+ * NULL.  from_config: the config version it applies to, -1 any.  The result is the new config
+ * as a get's value and stat. */
+uint64_t zkl_op_reconfig(zkl_session *s, const char *joining, const char *leaving,
+                         const char *members, int64_t from_config);
 /* Sends an auth now and remembers it for the sessions that follow an expiry. */
 uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len);
 

@@ -89,7 +89,8 @@ int zkl_op_get_now(zkl_session *s, zkl_event *op, const char *path, int watch)
     if (op->stat.dataLength <= FIRST_READ_BUFFER) {
         op->data = buffer; /* read from there before the session's next direct op */
         op->data_borrowed = 1;
-        op->data_len = len < 0 ? 0 : len; /* a null value (-1) reads as empty */
+        op->data_null = len < 0; /* ZooKeeper's null value (-1) */
+        op->data_len = len < 0 ? 0 : len;
         return done(op, ZOK);
     }
     /* the value did not fit: ask again for exactly its size (the watch is set already) */
@@ -110,6 +111,7 @@ int zkl_op_get_now(zkl_session *s, zkl_event *op, const char *path, int watch)
             return done(op, rc);
         }
         op->data = big;
+        op->data_null = len < 0;
         op->data_len = len < 0 ? 0 : len;
         op->data[op->data_len] = '\0';
         return done(op, ZOK);
@@ -162,7 +164,7 @@ int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const cha
     if (!op->data)
         return done(op, ZSYSTEMERROR);
     /* as the async create (and kazoo): CREATE2, which returns the stat, only when asked */
-    const char *data = value ? value : "";
+    const char *data = zkl_wire_value(value, len);
     int rc = want_stat
                  ? zoo_create2(s->zh, path, data, len, acl, flags, op->data, capacity, &op->stat)
                  : zoo_create(s->zh, path, data, len, acl, flags, op->data, capacity);
@@ -177,7 +179,7 @@ int zkl_op_set_now(zkl_session *s, zkl_event *op, const char *path, const char *
 {
     if (!direct_op(s, op, ZKL_OP_SET))
         return 0;
-    int rc = zoo_set2(s->zh, path, value ? value : "", len, version, &op->stat);
+    int rc = zoo_set2(s->zh, path, zkl_wire_value(value, len), len, version, &op->stat);
     op->has_stat = rc == ZOK;
     return done(op, rc);
 }

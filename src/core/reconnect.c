@@ -111,6 +111,20 @@ void zkl_reconnect_destroy(zkl_reconnect *r)
     pthread_mutex_destroy(&r->mutex);
 }
 
+int zkl_reconnect_set_hosts(zkl_reconnect *r, const char *hosts)
+{
+    char *copy = strdup(hosts);
+    if (!copy)
+        return -1;
+    int attempts = count_pass_attempts(copy);
+    pthread_mutex_lock(&r->mutex);
+    free(r->hosts_spec);
+    r->hosts_spec = copy;
+    r->pass_attempts = attempts;
+    pthread_mutex_unlock(&r->mutex);
+    return 0;
+}
+
 void zkl_reconnect_set_policy(zkl_reconnect *r, const zkl_reconnect_policy *policy)
 {
     pthread_mutex_lock(&r->mutex);

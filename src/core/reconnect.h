@@ -81,6 +81,9 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
 void zkl_reconnect_destroy(zkl_reconnect *r);
 /* Owner thread, while no handle is open. */
 void zkl_reconnect_set_policy(zkl_reconnect *r, const zkl_reconnect_policy *policy);
+/* A new host list (the session's set_hosts): passes count its addresses from now on.
+ * 0, or -1 when out of memory. */
+int zkl_reconnect_set_hosts(zkl_reconnect *r, const char *hosts);
 
 /* Owner thread: a new handle of this generation starts (zh may be NULL until init returns). */
 void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation);

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +56,10 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     zkl_session *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    /* The library connects to the hosts in the order given: the client shuffles them itself
+     * unless asked not to (kazoo's randomize_hosts, lua/zklua/client.lua).  A process-wide
+     * setting of the library, the same for every session. */
+    zoo_deterministic_conn_order(1);
     s->hosts = strdup(o->hosts);
     if (!s->hosts || zkl_queue_init(&s->queue) != 0) {
         free(s->hosts);
@@ -596,6 +601,39 @@ int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16])
         return -1;
     *id = cid->client_id;
     memcpy(passwd, cid->passwd, 16);
+    return 0;
+}
+
+int zkl_session_set_hosts(zkl_session *s, const char *hosts)
+{
+    char *copy = strdup(hosts);
+    char *servers = strndup(hosts, strcspn(hosts, "/")); /* the library takes no chroot here */
+    if (!copy || !servers) {
+        free(copy);
+        free(servers);
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = s->zh ? zoo_set_servers(s->zh, servers) : ZOK;
+    free(servers);
+    if (rc != ZOK || zkl_reconnect_set_hosts(&s->reconnect, hosts) != 0) {
+        free(copy);
+        errno = rc != ZOK ? EINVAL : ENOMEM;
+        return -1;
+    }
+    free(s->hosts);
+    s->hosts = copy;
+    return 0;
+}
+
+int zkl_session_current_server(zkl_session *s, char *buf, size_t size)
+{
+    if (!s->zh || s->state != ZKL_CONNECTED || size == 0)
+        return -1;
+    const char *server = zoo_get_current_server(s->zh);
+    if (!server || !*server)
+        return -1;
+    snprintf(buf, size, "%s", server);
     return 0;
 }
 

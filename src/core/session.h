@@ -68,6 +68,14 @@ zkl_client_state zkl_session_client_state(const zkl_session *s);
 int zkl_session_is_stopped(const zkl_session *s);
 int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /* -1 if none */
 int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
+/* kazoo's set_hosts: the live handle reconnects within the new list when its server is not
+ * in it (the library's rebalancing, zoo_set_servers), and every later handle uses it.  The
+ * chroot stays the one the session started with (the caller refuses a change).  0, or -1
+ * with errno (EINVAL: the library refused the list, ENOMEM). */
+int zkl_session_set_hosts(zkl_session *s, const char *hosts);
+/* "host:port" of the server the handle is connected to, copied into buf (size bytes);
+ * 0, or -1 when there is no connected handle. */
+int zkl_session_current_server(zkl_session *s, char *buf, size_t size);
 long zkl_session_pending_ops(zkl_session *s);
 /* Sends the reads that wait in the session's cork (ops.c) now, instead of at the owner's next
  * wait or dispatch: for a host that suspends the caller and dispatches later. */

@@ -7,26 +7,6 @@
 
 #include <zookeeper/proto.h>
 
-/* By hand, not snprintf: every ephemeral node's stat carries one, and snprintf's format
- * machinery cost more than the rest of the stat. */
-void zkl_push_session_id(lua_State *L, int64_t id)
-{
-    static const char digits[] = "0123456789abcdef";
-    char buf[2 + 16];
-    uint64_t v = (uint64_t)id;
-    int n = 0;
-    do {
-        n++;
-        v >>= 4;
-    } while (v);
-    buf[0] = '0';
-    buf[1] = 'x';
-    v = (uint64_t)id;
-    for (int i = n - 1; i >= 0; i--, v >>= 4)
-        buf[2 + i] = digits[v & 0xf];
-    lua_pushlstring(L, buf, (size_t)(2 + n));
-}
-
 #if LUA_VERSION_NUM >= 503
 void zkl_push_int64(lua_State *L, int64_t v)
 {
@@ -81,8 +61,9 @@ void zkl_register_int64(lua_State *L)
  * order (stat[1] is czxid ... stat[11] pzxid), every name read through the metatable:
  * ZooKeeper's (czxid, version, ...) and kazoo's (acl_version, created, ...).  An array of
  * eleven costs half of a table of eleven named fields to build, and a stat comes with every
- * read, wanted or not; a name costs a metamethod call when read.  owner_session_id, the only
- * field that is not a number, is a plain field, set when the node is ephemeral.
+ * read, wanted or not; a name costs a metamethod call when read.  owner_session_id (kazoo's
+ * ephemeralOwner or None: the same value as the client's session id) is a plain field, set
+ * when the node is ephemeral.
  */
 static const char STAT_METATABLE[] =
     "local fields = { 'czxid', 'mzxid', 'ctime', 'mtime', 'version', 'cversion', 'aversion',\n"
@@ -143,8 +124,8 @@ void zkl_push_stat(lua_State *L, const struct Stat *st)
     lua_rawseti(L, -2, 10);
     zkl_push_int64(L, st->pzxid);
     lua_rawseti(L, -2, 11);
-    if (st->ephemeralOwner != 0) {
-        zkl_push_session_id(L, st->ephemeralOwner); /* exact even where numbers are doubles */
+    if (st->ephemeralOwner != 0) { /* kazoo's owner_session_id: ephemeralOwner or None */
+        zkl_push_int64(L, st->ephemeralOwner);
         lua_setfield(L, -2, "owner_session_id");
     }
     lua_pushlightuserdata(L, (void *)&stat_metatable_key);
@@ -202,9 +183,7 @@ struct ACL_vector *zkl_check_acl_list(lua_State *L, int idx, const char *what)
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) != LUA_TTABLE)
         luaL_error(L, "%s must be a list of ACLs", what);
-    int n = (int)lua_rawlen(L, idx);
-    if (n == 0)
-        luaL_error(L, "%s must not be empty", what);
+    int n = (int)lua_rawlen(L, idx); /* empty: the server answers InvalidACL */
     struct ACL_vector *v = lua_newuserdatauv(L, sizeof *v + sizeof(struct ACL) * (size_t)n, 0);
     v->count = n;
     v->data = (struct ACL *)(v + 1);
@@ -287,7 +266,11 @@ int zkl_push_op_results(lua_State *L, const zkl_event *ev)
         lua_pushlstring(L, ev->data ? ev->data : "", (size_t)ev->data_len);
         return 1;
     case ZKL_OP_GET:
-        lua_pushlstring(L, ev->data ? ev->data : "", (size_t)ev->data_len);
+    case ZKL_OP_RECONFIG:
+        if (ev->data_null)
+            lua_pushnil(L); /* ZooKeeper's null value, as kazoo's None */
+        else
+            lua_pushlstring(L, ev->data ? ev->data : "", (size_t)ev->data_len);
         zkl_push_stat(L, &ev->stat);
         return 2;
     case ZKL_OP_EXISTS:

@@ -29,10 +29,7 @@ const char *zkl_state_name(zkl_state state);
 const char *zkl_client_state_name(zkl_client_state state);
 const char *zkl_keeper_state_name(int zk_state);
 
-/* Session ids as kazoo prints them: "0x" and lowercase hex. */
-void zkl_push_session_id(lua_State *L, int64_t id);
-
-/* A 64-bit id (zxid, fencing token, ephemeral owner), exact: an integer under Lua 5.4; under
+/* A 64-bit id (zxid, fencing token, session id, ephemeral owner), exact: an integer under Lua 5.4; under
  * LuaJIT (numbers are doubles) a number while |v| <= 2^53 and an int64_t cdata beyond. */
 void zkl_push_int64(lua_State *L, int64_t v);
 /* Prepares zkl_push_int64 in this Lua state; call once when the module opens. */

@@ -67,11 +67,16 @@ static int optional_int(lua_State *L, int idx, int fallback)
     return (int)luaL_optinteger(L, idx, fallback);
 }
 
-/* A value argument: nil is empty; the length fits a ZooKeeper buffer. */
+/* A value argument: nil is ZooKeeper's null value (NULL, length -1); the length fits a
+ * ZooKeeper buffer. */
 static const char *check_value(lua_State *L, int idx, int *len)
 {
+    if (lua_isnoneornil(L, idx)) {
+        *len = -1;
+        return NULL;
+    }
     size_t n = 0;
-    const char *v = lua_isnoneornil(L, idx) ? "" : luaL_checklstring(L, idx, &n);
+    const char *v = luaL_checklstring(L, idx, &n);
     if (n > 0x7fffffff)
         luaL_argerror(L, idx, "value too large");
     *len = (int)n;
@@ -418,7 +423,7 @@ static int session_client_id(lua_State *L)
     char passwd[16];
     if (zkl_session_client_id(check_session(L), &id, passwd) != 0)
         return 0;
-    zkl_push_session_id(L, id);
+    zkl_push_int64(L, id); /* as a stat's ephemeralOwner */
     lua_pushlstring(L, passwd, sizeof passwd);
     return 2;
 }
@@ -426,6 +431,28 @@ static int session_client_id(lua_State *L)
 static int session_negotiated_timeout(lua_State *L)
 {
     lua_pushinteger(L, zkl_session_negotiated_timeout(check_session(L)));
+    return 1;
+}
+
+/* set_hosts(hosts) -> true, or nil and why */
+static int session_set_hosts(lua_State *L)
+{
+    if (zkl_session_set_hosts(check_session(L), luaL_checkstring(L, 2)) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, errno == EINVAL ? "the library refused the host list" : strerror(errno));
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* current_server() -> "host:port" of the server connected to, or nil */
+static int session_current_server(lua_State *L)
+{
+    char server[256];
+    if (zkl_session_current_server(check_session(L), server, sizeof server) != 0)
+        return 0;
+    lua_pushstring(L, server);
     return 1;
 }
 
@@ -582,6 +609,27 @@ static int op_sync(lua_State *L) /* sync(path) */
     return push_op_id(L, zkl_op_sync(s, luaL_checkstring(L, 2), NULL));
 }
 
+/* reconfig(joining, leaving, members, from_config): strings or nil; from_config an integer
+ * (-1: any) or, where numbers are doubles, its decimal string */
+static int op_reconfig(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    const char *joining = luaL_optstring(L, 2, NULL);
+    const char *leaving = luaL_optstring(L, 3, NULL);
+    const char *members = luaL_optstring(L, 4, NULL);
+    int64_t from_config = -1;
+    if (lua_type(L, 5) == LUA_TSTRING) {
+        char *end;
+        errno = 0;
+        from_config = (int64_t)strtoll(lua_tostring(L, 5), &end, 10);
+        if (errno || *end)
+            return luaL_argerror(L, 5, "from_config must be an integer");
+    } else if (!lua_isnoneornil(L, 5)) {
+        from_config = (int64_t)luaL_checkinteger(L, 5);
+    }
+    return push_op_id(L, zkl_op_reconfig(s, joining, leaving, members, from_config));
+}
+
 static int op_add_auth(lua_State *L) /* add_auth(scheme, credential) */
 {
     zkl_session *s = check_session(L);
@@ -601,8 +649,9 @@ static int add_multi_op(lua_State *L, zkl_multi *m, int op)
     lua_getfield(L, op, "flags");
     const char *kind = lua_tostring(L, -5);
     const char *path = lua_tostring(L, -4);
-    size_t len = 0;
-    const char *value = lua_tolstring(L, -3, &len);
+    size_t n = 0;
+    const char *value = lua_tolstring(L, -3, &n);
+    int len = value ? (int)n : -1; /* no value: ZooKeeper's null */
     int version = lua_isnil(L, -2) ? -1 : (int)lua_tointeger(L, -2);
     int flags = (int)lua_tointeger(L, -1);
     if (!kind || !path)
@@ -612,12 +661,12 @@ static int add_multi_op(lua_State *L, zkl_multi *m, int op)
         int top = lua_gettop(L);
         lua_getfield(L, op, "acl");
         struct ACL_vector *acl = zkl_opt_acl_list(L, -1, "acl"); /* a list pushes its vector */
-        rc = zkl_multi_add_create(m, path, value, (int)len, acl, flags);
+        rc = zkl_multi_add_create(m, path, value, len, acl, flags);
         lua_settop(L, top);
     } else if (strcmp(kind, "delete") == 0) {
         rc = zkl_multi_add_delete(m, path, version);
     } else if (strcmp(kind, "set") == 0) {
-        rc = zkl_multi_add_set(m, path, value, (int)len, version);
+        rc = zkl_multi_add_set(m, path, value, len, version);
     } else if (strcmp(kind, "check") == 0) {
         rc = zkl_multi_add_check(m, path, version);
     } else {
@@ -688,6 +737,8 @@ static const luaL_Reg session_methods[] = {
     {"state", session_state},
     {"client_id", session_client_id},
     {"negotiated_timeout", session_negotiated_timeout},
+    {"set_hosts", session_set_hosts},
+    {"current_server", session_current_server},
     {"pending", session_pending},
     {"flush", session_flush},
     {"create", op_create},
@@ -700,6 +751,7 @@ static const luaL_Reg session_methods[] = {
     {"set_acl", op_set_acl},
     {"sync", op_sync},
     {"add_auth", op_add_auth},
+    {"reconfig", op_reconfig},
     {"multi", op_multi},
     {"get_now", op_get_now},
     {"exists_now", op_exists_now},

@@ -639,7 +639,7 @@ function recipes.PartitionAllocator(client, opts)
                                          true)
   local session = usable(client, NAME)
   local ud = core.allocator(session, path, identifier, weight, opts.rejoin ~= false,
-                            client._default_acl)
+                            client:_acl())
   local self = setmetatable({
     client = client, path = path, identifier = identifier, weight = weight,
     rejoin = opts.rejoin ~= false, max_reaction_time = max_reaction_time,

@@ -164,7 +164,7 @@ function recipes.DoubleBarrier(client, path, num_clients, identifier)
   if identifier == nil or identifier == "" then identifier = default_identifier() end
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.barrier(session, path, num_clients, data, client._default_acl)
+  local ud = core.barrier(session, path, num_clients, data, client:_acl())
   local self = setmetatable({ client = client, path = path, num_clients = num_clients,
                               identifier = identifier, node_name = ud:node(), _barrier = ud,
                               _lost_callbacks = {} }, DoubleBarrier)

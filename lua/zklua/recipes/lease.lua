@@ -149,7 +149,7 @@ local function attempt(client, path, duration, identity, utcnow, fname, timeout,
   end
   local self = setmetatable({ client = client, path = path, identifier = identity,
                               duration = duration, obtained = false }, Lease)
-  local ud = core.lease(session, path, identity, duration, client._default_acl)
+  local ud = core.lease(session, path, identity, duration, client:_acl())
   local started = ud:obtain()
   if not started then
     errors.raise(errors.ConnectionLoss, fname .. ": not connected", path)

@@ -72,7 +72,7 @@ local function new(class, kind, client, path, identifier)
   end
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.lock(session, path, data, kind, client._default_acl)
+  local ud = core.lock(session, path, data, kind, client:_acl())
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, prefix = ud:prefix(), cancelled = false,
                               _class = class, _lock = ud, _ud = ud, _what = "lock" }, Lock)

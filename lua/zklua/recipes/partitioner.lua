@@ -509,7 +509,7 @@ function recipes.SetPartitioner(client, ...)
     client:ensure_path_async(p):get(base.remaining(deadline))
   end
   local ud = core.set_partitioner(session, path, identifier, time_boundary, conflict_timeout,
-                                  client._default_acl)
+                                  client:_acl())
   local self = setmetatable({
     client = client, path = path, identifier = identifier, time_boundary = time_boundary,
     max_reaction_time = max_reaction_time, conflict_timeout = conflict_timeout,

@@ -189,7 +189,7 @@ local function new(class, kind, client, path, identifier)
     check.path(fname, join_path(path, string.rep("0", 32) .. "-" .. data), "identifier")
   end
   local session = usable(client, fname)
-  local ud = core.party(session, path, data, kind, client._default_acl)
+  local ud = core.party(session, path, data, kind, client:_acl())
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, node = ud:node(), _kind = kind, _class = class,
                               _party = ud }, Party)

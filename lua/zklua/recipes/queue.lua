@@ -395,7 +395,7 @@ base.install_lost(LockingQueue, "locking queue")
 function recipes.LockingQueue(client, path)
   check.path("LockingQueue", path)
   local session = usable(client, "LockingQueue")
-  local ud = core.locking_queue(session, path, client._default_acl)
+  local ud = core.locking_queue(session, path, client:_acl())
   local entries, taken = join(path, "entries"), join(path, "taken")
   local self = setmetatable({ client = client, path = path, id = ud:owner_id(),
                               _entries_path = entries, _taken_path = taken,

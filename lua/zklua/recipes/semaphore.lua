@@ -133,7 +133,7 @@ function recipes.Semaphore(client, path, identifier, max_leases)
   end
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.semaphore(session, path, data, math.floor(max_leases), client._default_acl)
+  local ud = core.semaphore(session, path, data, math.floor(max_leases), client:_acl())
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, max_leases = math.floor(max_leases),
                               node = ud:node(), lock_path = path .. "-__lock__",
