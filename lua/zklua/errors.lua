@@ -24,7 +24,8 @@ local class_mt = {}
 
 function class_mt.__call(class, message, path, fields)
   local err = { name = class.name, class = class, code = class.code,
-                message = message or class.default_message, path = path }
+                message = message or class.default_message, path = path,
+                args = { message, path } } -- kazoo's exc.args: what it was made with
   if fields then
     for k, v in pairs(fields) do err[k] = v end
   end
@@ -86,6 +87,36 @@ define("InterruptedError", K, nil, "interrupted")
 define("WouldBlockError", K, nil, "the call would block where the handler cannot wait")
 -- Codes the C library produces locally, reported as the kazoo error a user would expect.
 by_code[C.ZINVALIDSTATE] = expired -- the handle died with its session
+
+-- kazoo's aliases for the C library's exception names (NoNodeException is NoNodeError).
+for alias, name in pairs({
+  ConnectionLossException = "ConnectionLoss", MarshallingErrorException = "MarshallingError",
+  SystemErrorException = "SystemZookeeperError",
+  RuntimeInconsistencyException = "RuntimeInconsistency",
+  DataInconsistencyException = "DataInconsistency", UnimplementedException = "UnimplementedError",
+  OperationTimeoutException = "OperationTimeoutError",
+  BadArgumentsException = "BadArgumentsError", ApiErrorException = "APIError",
+  NoNodeException = "NoNodeError", NoAuthException = "NoAuthError",
+  BadVersionException = "BadVersionError",
+  NoChildrenForEphemeralsException = "NoChildrenForEphemeralsError",
+  NodeExistsException = "NodeExistsError", InvalidACLException = "InvalidACLError",
+  AuthFailedException = "AuthFailedError", NotEmptyException = "NotEmptyError",
+  SessionExpiredException = "SessionExpiredError",
+  InvalidCallbackException = "InvalidCallbackError",
+}) do
+  errors[alias] = errors[name]
+end
+
+--- kazoo's EXCEPTIONS: ZooKeeper's return code -> the error class (callable: EXCEPTIONS[-101]()
+-- is a NoNodeError).  A code ZooKeeper does not have raises BadArgumentsError (kazoo:
+-- RuntimeError "Invalid error code").
+errors.EXCEPTIONS = setmetatable({}, { __index = function(_, code)
+  local class = by_code[code]
+  if class == nil or class.code ~= code then
+    errors.raise(errors.BadArgumentsError, "EXCEPTIONS: invalid error code " .. tostring(code))
+  end
+  return class
+end })
 
 --- The error object for a ZooKeeper return code.
 function errors.from_code(code, path)

@@ -9,6 +9,10 @@
 -- unless ignore_expire is false; never ConnectionClosedError (the client was stopped).
 -- max_tries = -1 retries forever.  Raises RetryFailedError when tries or the deadline run out.
 -- Sleeping between tries runs the event loop (sleep_func defaults to the handler's sleep).
+-- max_tries counts retries, as kazoo 2.8: max_tries + 1 calls at most (kazoo 2.10 counts
+-- calls; either is kazoo).  As kazoo's, r._attempts and r._cur_delay show the last call's
+-- failed attempts and next delay (r:reset() zeroes them); the loop itself keeps its own
+-- count, so calls of one policy from several coroutines at once do not disturb each other.
 local errors = require "zklua.errors"
 
 local Retry = {}
@@ -62,13 +66,20 @@ function Retry.new(opts, default_sleep)
     delay = opts.delay or 0.1,
     backoff = opts.backoff or 2,
     max_jitter = opts.max_jitter or 0.4,
-    max_delay = opts.max_delay or 60,
+    max_delay = (opts.max_delay or 60) + 0.0, -- a float, as kazoo's
     ignore_expire = opts.ignore_expire ~= false,
     deadline = opts.deadline,
     sleep_func = opts.sleep_func or default_sleep,
     interrupt = opts.interrupt,
   }, Retry)
+  self:reset()
   return self
+end
+
+--- Zeroes the attempt counter and the current delay (kazoo's reset(); every call starts so).
+function Retry:reset()
+  self._attempts = 0
+  self._cur_delay = self.delay
 end
 
 --- A copy with the same settings (kazoo's copy()).
@@ -99,6 +110,7 @@ function Retry:__call(fn, ...)
   end
   local clock = require("zklua.core").monotonic
   local attempts, delay = 0, self.delay
+  self:reset()
   local stop_at = self.deadline and clock() + self.deadline
   while true do
     local result = pack(pcall(fn, ...))
@@ -109,6 +121,7 @@ function Retry:__call(fn, ...)
       errors.raise(errors.RetryFailedError, "too many retry attempts", nil, { cause = err })
     end
     attempts = attempts + 1
+    self._attempts = attempts
     local jitter = 1 + self.max_jitter * (2 * math.random() - 1)
     local sleep = math.min(delay * jitter, self.max_delay)
     if stop_at and clock() + sleep >= stop_at then
@@ -119,6 +132,7 @@ function Retry:__call(fn, ...)
       errors.raise(errors.InterruptedError, "retry interrupted")
     end
     delay = math.min(delay * self.backoff, self.max_delay)
+    self._cur_delay = delay
   end
 end
 

@@ -2,6 +2,10 @@
 --
 -- An ACL is {perms = n, id = {scheme = "...", id = "..."}} (kazoo's ACL(perms, Id(scheme,
 -- id))).  Permissions: READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16, ALL 31.
+-- security.ACL(perms, id) and security.Id(scheme, id) build them as kazoo's namedtuples do;
+-- an ACL built here (make_acl, the *_ACL_* constants) also has kazoo's acl.acl_list (the
+-- names of its permissions: {"ALL"} when it has all) and tostring(acl) reads as kazoo's
+-- repr: ACL(perms=16, acl_list=['ADMIN'], id=Id(scheme='digest', id='fred')).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 
@@ -10,9 +14,64 @@ local security = {}
 security.Permissions = { READ = 1, WRITE = 2, CREATE = 4, DELETE = 8, ADMIN = 16, ALL = 31 }
 
 local P = security.Permissions
+local PERM_ORDER = { "READ", "WRITE", "CREATE", "DELETE", "ADMIN" }
+
+--- Whether perms has every bit of bits (kazoo's perms & bits == bits; no bit operators:
+--- LuaJIT has none).
+function security.has_perms(perms, bits)
+  for _, name in ipairs(PERM_ORDER) do
+    local bit = P[name]
+    if math.floor(bits / bit) % 2 == 1 and math.floor(perms / bit) % 2 ~= 1 then
+      return false
+    end
+  end
+  return true
+end
+
+local function repr(value)
+  if type(value) == "string" then return "'" .. value .. "'" end
+  return tostring(value)
+end
+
+local Id = {}
+Id.__index = Id
+function Id.__tostring(id)
+  return "Id(scheme=" .. repr(id.scheme) .. ", id=" .. repr(id.id) .. ")"
+end
+
+local ACL = {}
+function ACL.__index(acl, key)
+  if key ~= "acl_list" then return nil end
+  if security.has_perms(acl.perms, P.ALL) then return { "ALL" } end
+  local list = {}
+  for _, name in ipairs(PERM_ORDER) do
+    if security.has_perms(acl.perms, P[name]) then list[#list + 1] = name end
+  end
+  return list
+end
+function ACL.__tostring(acl)
+  local names = {}
+  for i, name in ipairs(acl.acl_list) do names[i] = "'" .. name .. "'" end
+  return "ACL(perms=" .. tostring(acl.perms) .. ", acl_list=[" .. table.concat(names, ", ") ..
+         "], id=" .. repr(acl.id) .. ")"
+end
+
+--- kazoo's Id(scheme, id).
+function security.Id(scheme, id)
+  return setmetatable({ scheme = scheme, id = id }, Id)
+end
+
+--- kazoo's ACL(perms, id): id is normally an Id (kazoo's tests also give a plain name).
+function security.ACL(perms, id)
+  if type(perms) ~= "number" or perms < 0 or perms > P.ALL or perms ~= math.floor(perms) then
+    errors.raise(errors.BadArgumentsError, "ACL: perms must be an integer from 0 to 31 (got " ..
+                 tostring(perms) .. ")", nil, { argument = "perms" })
+  end
+  return setmetatable({ perms = perms, id = id }, ACL)
+end
 
 local function acl(perms, scheme, id)
-  return { perms = perms, id = { scheme = scheme, id = id } }
+  return security.ACL(perms, security.Id(scheme, id))
 end
 
 security.OPEN_ACL_UNSAFE = { acl(P.ALL, "world", "anyone") }
