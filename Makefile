@@ -115,7 +115,7 @@ test-lua54: deps all
 # 2-core machine).  Slow: a minute or more each, or an ensemble, nginx, valgrind, luarocks,
 # many processes or long fault windows.  make test still runs them all.
 SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum ensemble \
-              expiry_matrix nginx valgrind luarocks examples allocator_processes fuzz semaphore \
+              expiry_matrix nginx nginx_balancer valgrind luarocks examples allocator_processes fuzz semaphore \
               tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
               docs every_wait_ends logging))

@@ -1,0 +1,248 @@
+-- zklua.ngx.balancer in a real nginx (Debian's nginx + libnginx-mod-http-lua, LuaJIT) against a
+-- real ZooKeeper server: README.md's "Dynamic upstreams in nginx" configuration, as written
+-- there (only its port changed, and the checkout's paths added), 4 workers proxying to real
+-- backend HTTP servers (one small nginx each, answering its own name), each registered by its
+-- own process (spec/fixtures/service_register.lua: a zklua session; a Curator one in
+-- spec/curator_discovery_spec.lua).  The scenarios:
+-- 1. every worker sees the registered backends and requests reach each of them;
+-- 2. under wrk load: a backend stopped while still registered (every request still succeeds:
+--    the balancer retries on the next peer), a backend's registering process killed -9 (it
+--    leaves every worker's rotation once its session expires), a new backend registered (every
+--    worker sends it traffic); wrk counts no failed request;
+-- 3. key affinity: with a key strategy every worker sends one key to one backend;
+-- 4. ZooKeeper restarted: requests go on meanwhile and no instance is lost.
+-- After each: no [error] or worse in error.log but nginx's reports of failed tries on the backend
+-- stopped on purpose, and no core file.
+local testing = require "zklua.testing"
+local helpers = require "support.helpers"
+local child = require "fixtures.child"
+local support = require "support.nginx"
+local json = require "dkjson"
+
+local LONG = 60 -- s: upper bounds only
+local REGISTRAR_TIMEOUT = "2" -- s: a killed registering process's instance goes this fast
+local BASE = "/services"
+
+local root = support.cwd()
+
+local BACKEND_CONF = [[
+worker_processes 1;
+daemon off;
+pid logs/nginx.pid;
+error_log logs/error.log notice;
+events {
+    worker_connections 1024;
+}
+http {
+    access_log off;
+    client_body_temp_path tmp_body;
+    proxy_temp_path tmp_proxy;
+    fastcgi_temp_path tmp_fastcgi;
+    uwsgi_temp_path tmp_uwsgi;
+    scgi_temp_path tmp_scgi;
+    server {
+        listen 127.0.0.1:8080;
+        location / { return 200 "NAME\n"; }
+    }
+}
+]]
+
+-- README.md's configuration, as written there.
+local function readme_conf()
+  local readme = assert(support.read_file(root .. "/README.md"))
+  local conf = readme:match("<!%-%- spec/nginx_balancer_spec%.lua runs this configuration %-%->\n" ..
+                            "```nginx\n(.-)```")
+  assert(conf, "README.md's balancer nginx.conf is missing")
+  return conf
+end
+
+local function conf_file(text)
+  local dir = support.temp_dir()
+  local path = dir .. "/nginx.conf.in"
+  support.write_file(path, text)
+  return path, dir
+end
+
+-- The checkout's zklua for the front nginx's workers (README's conf assumes an installed one).
+local PATHS = '    lua_package_path "' .. root .. '/lua/?.lua;' .. root .. '/lua/?/init.lua;;";\n' ..
+              '    lua_package_cpath "' .. root .. '/build/luajit/?.so;;";'
+
+describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
+  local server, observer
+  local kids = helpers.kids()
+  local started = {} -- nginx instances to stop
+  local dirs = {}
+
+  local function start(text, env, http_lines)
+    local file, dir = conf_file(text)
+    dirs[#dirs + 1] = dir
+    local nginx = support.start(file, env or {}, kids, http_lines)
+    started[#started + 1] = nginx
+    return nginx
+  end
+
+  local function backend(name)
+    local b = start((BACKEND_CONF:gsub("NAME", name)))
+    b.name = name
+    helpers.eventually(function() return support.request(b.port, "/") == 200 end, LONG,
+                       "backend " .. name .. " to answer")
+    return b
+  end
+
+  local function register(b, id)
+    local kid = kids:spawn(helpers.lua_argv("spec/fixtures/service_register.lua", server.hosts,
+                                            BASE, "api", id or b.name, tostring(b.port),
+                                            REGISTRAR_TIMEOUT))
+    assert(kid:wait_line("^registered", LONG), "registering " .. b.name .. ": " .. kid:stderr())
+    return kid
+  end
+
+  -- The set of instance ids every live worker of front lists for "api" equals ids.
+  local function every_worker_sees(front, ids, what)
+    table.sort(ids)
+    local want = table.concat(ids, ",")
+    front:every_worker("/upstreams", function(status, body)
+      if status ~= 200 then return false end
+      local view = json.decode(body)
+      if not (view and view.state == "CONNECTED") then return false end
+      local got = {}
+      for i, entry in ipairs(view.services.api or {}) do got[i] = entry:match("^(%S+)") end
+      table.sort(got)
+      return table.concat(got, ",") == want
+    end, what, LONG)
+  end
+
+  -- Requests on new connections until each wanted backend answered (bounded).
+  local function reaches(front, names, what)
+    local missing = {}
+    for _, n in ipairs(names) do missing[n .. "\n"] = true end
+    helpers.eventually(function()
+      local status, body = support.request(front.port, "/")
+      if status == 200 then missing[body] = nil end
+      return next(missing) == nil
+    end, LONG, what)
+  end
+
+  local function front_nginx(extra_lines)
+    local text = readme_conf()
+    if extra_lines then text = extra_lines(text) end
+    return start(text, { ZKLUA_HOSTS = server.hosts }, PATHS)
+  end
+
+  -- error.log lines at [error] or worse, but nginx's reports of the backend stopped on
+  -- purpose (a refused connect, a kept-alive connection it closed), each retried elsewhere.
+  local function assert_clean(front, what, stopped)
+    local bad = {}
+    local expected = stopped and ('upstream: "http://127.0.0.1:' .. stopped.port .. '/"')
+    for _, line in ipairs(front:errors()) do
+      if not (expected and line:find(expected, 1, true)) then bad[#bad + 1] = line end
+    end
+    assert(#bad == 0, what .. ": error.log has:\n" .. table.concat(bad, "\n"))
+  end
+
+  setup(function()
+    server = testing.server()
+    observer = helpers.client(server.hosts)
+  end)
+
+  teardown(function()
+    for _, n in ipairs(started) do n:stop() end
+    kids:cleanup()
+    for _, d in ipairs(dirs) do os.execute("rm -rf " .. child.quote(d)) end
+    for _, n in ipairs(started) do n:remove() end
+    if observer then observer:close() end
+    if server then server:stop() end
+  end)
+
+  after_each(function()
+    for i = #started, 1, -1 do
+      started[i]:stop()
+      started[i]:remove()
+      started[i] = nil
+    end
+    kids:cleanup()
+    helpers.delete_trees(server.hosts, BASE)
+  end)
+
+  it("follows registrations under load: no request fails", function()
+    local b1, b2, b3 = backend("b1"), backend("b2"), backend("b3")
+    register(b1)
+    local reg2 = register(b2)
+    register(b3)
+    local front = front_nginx()
+    every_worker_sees(front, { "b1", "b2", "b3" }, "every worker to see b1, b2, b3")
+    reaches(front, { "b1", "b2", "b3" }, "requests to reach every backend")
+
+    local wrk = kids:spawn({ "wrk", "-t2", "-c16", "-d300s", "--timeout", "30s",
+                             "http://127.0.0.1:" .. front.port .. "/" })
+    local wrk_pid = wrk:program_pid(10)
+    assert(wrk_pid, "wrk did not start: " .. wrk:stderr())
+    -- a backend down while still registered: the balancer retries on the next peer
+    assert.is_true(b1:stop())
+    reaches(front, { "b2", "b3" }, "b2 and b3 to answer while b1 is down")
+    -- a registering process killed -9: its instance leaves when its session expires
+    os.execute("kill -KILL " .. reg2:program_pid(0))
+    every_worker_sees(front, { "b1", "b3" }, "b2 to leave every worker's rotation")
+    -- a new backend takes traffic
+    local b4 = backend("b4")
+    register(b4)
+    every_worker_sees(front, { "b1", "b3", "b4" }, "every worker to see b4")
+    reaches(front, { "b4" }, "requests to reach b4")
+    assert.is_false(wrk:exited(), "wrk was still running through the faults")
+    os.execute("kill -INT " .. wrk_pid)
+    assert.is_true(wrk:wait_exit(LONG), "wrk did not stop")
+    local report = wrk:stdout()
+    local requests = tonumber(report:match("(%d+) requests in"))
+    assert(requests and requests > 0, "wrk made no request:\n" .. report .. wrk:stderr())
+    assert.is_nil(report:match("Non%-2xx or 3xx responses"), report)
+    assert.is_nil(report:match("Socket errors"), report)
+    assert_clean(front, "under load", b1)
+  end)
+
+  it("sends one key to one backend from every worker", function()
+    local backends = { backend("k1"), backend("k2"), backend("k3") }
+    for _, b in ipairs(backends) do register(b) end
+    local front = front_nginx(function(text)
+      local n
+      text, n = text:gsub('services = { "api" },', 'services = { "api" }, strategy = "rendezvous",')
+      assert(n == 1)
+      text, n = text:gsub('balance%("api"%)', 'balance("api", ngx.var.arg_user)')
+      assert(n == 1)
+      return text
+    end)
+    every_worker_sees(front, { "k1", "k2", "k3" }, "every worker to see k1, k2, k3")
+    local owner, spread = {}, {}
+    for k = 1, 20 do
+      local user = "u" .. k
+      for _ = 1, 8 do -- new connections: reuseport spreads them over the workers
+        local status, body = support.request(front.port, "/?user=" .. user)
+        assert.are.equal(200, status)
+        owner[user] = owner[user] or body
+        assert.are.equal(owner[user], body, "user " .. user .. " went to two backends")
+      end
+      spread[owner[user]] = true
+    end
+    local n = 0
+    for _ in pairs(spread) do n = n + 1 end
+    assert.is_true(n >= 2, "the keys spread over the backends")
+    assert_clean(front, "key affinity")
+  end)
+
+  it("loses no instance when ZooKeeper restarts", function()
+    local b1, b2 = backend("r1"), backend("r2")
+    register(b1)
+    register(b2)
+    local front = front_nginx()
+    every_worker_sees(front, { "r1", "r2" }, "every worker to see r1, r2")
+    server:node(1):stop()
+    reaches(front, { "r1", "r2" }, "requests served while ZooKeeper is down")
+    server:node(1):start()
+    testing.wait_for(function() return observer.state == "CONNECTED" end, LONG, "reconnection")
+    every_worker_sees(front, { "r1", "r2" }, "every worker to see r1, r2 after the restart")
+    helpers.eventually(function()
+      return #observer:ServiceDiscovery(BASE):query_for_instances("api") == 2
+    end, LONG, "both instances registered after the restart")
+    reaches(front, { "r1", "r2" }, "requests to reach both after the restart")
+    assert_clean(front, "ZooKeeper restart")
+  end)
+end)
