@@ -23,6 +23,7 @@ local errors = require "zklua.errors"
 local check = require "zklua.check"
 local compat = require "zklua.compat"
 local paths = require "zklua.paths"
+local hosts_mod = require "zklua.hosts"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
 local blocking = require "zklua.handlers.blocking"
@@ -43,18 +44,22 @@ local CLIENT_OPTIONS = {
 local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
 local LEVEL_NAMES = '"ERROR", "WARN", "INFO", "DEBUG" or "NONE"'
 
-local function hosts_string(hosts)
-  if type(hosts) == "table" then hosts = table.concat(hosts, ",") end
-  if type(hosts) ~= "string" or hosts == "" then
-    check.fail("client", "hosts", "hosts must be a string like \"host:port,host:port/chroot\"")
+--- A hosts argument read as kazoo reads it (zklua.hosts): the {host, port} pairs, the chroot
+-- ("" when none: "h:2181/" has none; normalised, "/a/" is "/a") and the string handed to
+-- libzookeeper ("host:port,...[/chroot]", every port written out).  Malformed: raises.
+local function parse_hosts(fname, value)
+  local list, chroot = hosts_mod.collect_hosts(value, fname)
+  local ok, normal = pcall(paths.normpath, chroot or "")
+  if not ok then
+    check.fail(fname, "hosts (chroot)", "hosts: the chroot may not hold \".\" or \"..\" (got " ..
+               string.format("%q", chroot) .. ")")
   end
-  return hosts
-end
-
-local function chroot_of(hosts)
-  local chroot = hosts:match("^[^/]*(/.*)$")
-  if chroot then check.path("client", chroot, "hosts (chroot)") end
-  return chroot
+  chroot = normal
+  if chroot == "/" then chroot = "" end
+  if chroot ~= "" then check.path(fname, chroot, "hosts (chroot)") end
+  local addresses = {}
+  for i, pair in ipairs(list) do addresses[i] = hosts_mod.address(pair) end
+  return list, chroot, table.concat(addresses, ",") .. chroot
 end
 
 local function check_auth_data(auth_data)
@@ -64,18 +69,6 @@ local function check_auth_data(auth_data)
     end
   end
   return auth_data
-end
-
---- kazoo's client.hosts: the {host, port} pairs of a hosts string, in its order (the chroot
--- left out; 2181 where no port is given).
-local function host_pairs(hosts)
-  local list = {}
-  for entry in (hosts:match("^[^/]*")):gmatch("[^,]+") do
-    local host, port = entry:match("^%s*(.-):(%d+)%s*$")
-    if not host then host, port = entry:match("^%s*(.-)%s*$"), 2181 end
-    list[#list + 1] = { host, tonumber(port) }
-  end
-  return list
 end
 
 --- The hosts string handed to libzookeeper: the servers in a random order (kazoo's
@@ -157,7 +150,8 @@ end
 function Client.new(arg)
   local opts = type(arg) == "string" and { hosts = arg } or arg or {}
   check.options("client", opts, CLIENT_OPTIONS, "options")
-  local hosts = hosts_string(opts.hosts or os.getenv("ZKLUA_HOSTS") or DEFAULT_HOSTS)
+  local host_list, chroot, hosts = parse_hosts("client",
+                                              opts.hosts or os.getenv("ZKLUA_HOSTS") or DEFAULT_HOSTS)
   local timeout = opts.timeout or 10
   if not (timeout > 0 and timeout <= 2000000) then -- also refuses NaN
     check.fail("client", "timeout", "timeout must be a number of seconds > 0 (got " ..
@@ -180,12 +174,12 @@ function Client.new(arg)
     auth_data[i] = { pair[1], pair[2] }
   end
   local self = setmetatable({
-    hosts = host_pairs(hosts), -- kazoo's: {host, port} pairs
+    hosts = host_list, -- kazoo's: {host, port} pairs
     randomize_hosts = randomize,
     auth_data = auth_data, -- kazoo's: the {scheme, credential} pairs sent with every session
     default_acl = opts.default_acl, -- nil or {}: ZooKeeper's open ACL; settable, as kazoo's
     _hosts = hosts,
-    chroot = chroot_of(hosts),
+    chroot = chroot, -- kazoo's: "" when none
     state = "LOST",
     client_state = "CLOSED",
     connected = false,
@@ -389,6 +383,14 @@ function Client:start(timeout)
     errors.raise(errors.TimeoutError, "could not connect to " .. self._hosts .. " within " ..
                  timeout .. " s")
   end
+  -- as kazoo: a chroot that does not exist is warned about (zk:ensure_path("/") creates it)
+  if self.chroot ~= "" then
+    local ok, stat = pcall(self.exists, self, "/")
+    if ok and stat == nil then
+      self:_log("WARN", "the chroot " .. self.chroot .. " does not exist: create it before " ..
+                "normal use (zk:ensure_path(\"/\") does)")
+    end
+  end
 end
 
 --- Ends the session (its ephemeral nodes vanish).  Every op still in flight fails with
@@ -444,16 +446,15 @@ end
 -- another when it is not.  The chroot cannot change (ConfigurationError).  randomize_hosts,
 -- when given, replaces the client's.
 function Client:set_hosts(hosts, randomize_hosts)
-  hosts = hosts_string(hosts)
+  local pairs_list, chroot
+  pairs_list, chroot, hosts = parse_hosts("set_hosts", hosts)
   if randomize_hosts ~= nil then
     self.randomize_hosts = check.flag("set_hosts", randomize_hosts, "randomize_hosts")
   end
-  local chroot = chroot_of(hosts)
   if chroot ~= self.chroot then
     errors.raise(errors.ConfigurationError, "set_hosts: changing the chroot at runtime is " ..
                  "not supported (" .. tostring(self.chroot) .. " -> " .. tostring(chroot) .. ")")
   end
-  local pairs_list = host_pairs(hosts)
   if not self._session then errors.raise(errors.ConnectionClosedError, "set_hosts: the client is closed") end
   local ok, why = self._session:set_hosts(connect_order(hosts, self.randomize_hosts))
   if not ok then
@@ -820,7 +821,7 @@ function Client:ensure_path_async(path, acl)
     check.acls("ensure_path", acl)
   end
   local result = Future.new(self.handler)
-  if path == "/" then
+  if path == "/" and self.chroot == "" then
     result:set(true)
     return result
   end
@@ -828,7 +829,9 @@ function Client:ensure_path_async(path, acl)
   return result:_chain(self:exists_async(path), function(exists)
     if exists.exception then return result:set_exception(exists.exception) end
     if exists.value then return result:set(true) end
-    result:_chain(client:create_async(path, "", { acl = acl, makepath = true }), function(made)
+    -- "/" under a chroot that does not exist: the chroot itself is made (as kazoo: its parent
+    -- must exist, the client cannot see outside its chroot)
+    result:_chain(client:create_async(path, "", { acl = acl, makepath = path ~= "/" }), function(made)
       if made.exception and not errors.is(made.exception, errors.NodeExistsError) then
         return result:set_exception(made.exception)
       end
@@ -954,7 +957,7 @@ function Client:_delete_tree(path)
   for _, child in ipairs(children) do
     local child_path = join(path, child)
     -- the server's own /zookeeper is not ours to delete (inside a chroot it is a user node)
-    if child_path ~= "/zookeeper" or self.chroot then self:_delete_tree(child_path) end
+    if child_path ~= "/zookeeper" or self.chroot ~= "" then self:_delete_tree(child_path) end
   end
   if path ~= "/" then
     local deleted, err = pcall(self.delete, self, path)

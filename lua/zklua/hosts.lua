@@ -20,7 +20,8 @@ local DEFAULT_PORT = 2181
 hosts.DEFAULT_PORT = DEFAULT_PORT
 
 local function bad(fname, message)
-  errors.raise(errors.BadArgumentsError, fname .. ": " .. message, nil, { argument = "hosts" })
+  errors.raise(errors.BadArgumentsError, fname .. ": hosts: " .. message, nil,
+               { argument = "hosts" })
 end
 
 local function trim(s)
@@ -63,7 +64,7 @@ function hosts.collect_hosts(value, fname)
   if type(value) == "table" then
     for i, item in ipairs(value) do
       if type(item) ~= "string" then
-        bad(fname, "hosts[" .. i .. "] must be a string (got " .. type(item) .. ")")
+        bad(fname, "item " .. i .. " must be a string (got " .. type(item) .. ")")
       end
       items[i] = item
     end
@@ -75,10 +76,10 @@ function hosts.collect_hosts(value, fname)
     if rest ~= "" then chroot = "/" .. rest end
     for item in (servers .. ","):gmatch("([^,]*),") do items[#items + 1] = item end
   else
-    bad(fname, "hosts must be a string like \"host:port,host:port/chroot\" or a list of " ..
+    bad(fname, "must be a string like \"host:port,host:port/chroot\" or a list of " ..
         "\"host:port\" (got " .. type(value) .. ")")
   end
-  if #items == 0 then bad(fname, "hosts names no server") end
+  if #items == 0 then bad(fname, "names no server") end
   local list = {}
   for i, item in ipairs(items) do list[i] = host_port(fname, item) end
   return list, chroot
