@@ -104,10 +104,17 @@ static int watch_rc(zkl_session *s, zkl_event *op, int watch)
     return rc;
 }
 
+/* The server's UNKNOWNSESSION (Java's KeeperException.Code -12; zookeeper.h has no name for
+ * it): a request that reached the server after it expired the session, before the expiry
+ * reached this client.  It means what ZSESSIONEXPIRED means, and is reported as that. */
+enum { ZKL_SERVER_UNKNOWN_SESSION = -12 };
+
 static void finish(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
+    else if (rc == ZKL_SERVER_UNKNOWN_SESSION)
+        rc = ZSESSIONEXPIRED;
     op->rc = rc;
     zkl_queue_complete(&op->session->queue, op);
 }
