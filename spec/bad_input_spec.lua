@@ -127,9 +127,9 @@ describe("bad input", function()
 
     it("names the same argument first, sync or async: path, then value, then acl", function()
       for _, create in ipairs({ zk.create, zk.create_async }) do
-        rejected("path", create, zk, "bad", "v", { acl = {} })
-        rejected("value", create, zk, ROOT .. "/v", 42, { acl = {} })
-        rejected("acl", create, zk, ROOT .. "/v", "v", { acl = {} })
+        rejected("path", create, zk, "bad", "v", { acl = { "x" } })
+        rejected("value", create, zk, ROOT .. "/v", 42, { acl = { "x" } })
+        rejected("acl", create, zk, ROOT .. "/v", "v", { acl = { "x" } })
       end
       assert_nothing_created()
     end)
@@ -266,7 +266,7 @@ describe("bad input", function()
       rejected("auth_data", zklua.client, { hosts = server.hosts,
                                             auth_data = { { "digest", 42 } } })
       rejected("logger", zklua.client, { hosts = server.hosts, logger = "loud" })
-      rejected("default_acl", zklua.client, { hosts = server.hosts, default_acl = {} })
+      rejected("default_acl", zklua.client, { hosts = server.hosts, default_acl = { "x" } })
       rejected("options", zklua.client, 42)
     end)
 
@@ -281,7 +281,6 @@ describe("bad input", function()
   describe("ACLs", function()
     local BAD_ACLS = {
       { "a string", "world:anyone" },
-      { "an empty list", {} },
       { "a single ACL, not a list", OPEN[1] },
       { "a list of lists", { OPEN } },
       { "an entry without perms", { { id = { scheme = "world", id = "anyone" } } } },

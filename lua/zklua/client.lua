@@ -340,10 +340,9 @@ function Client:start(timeout)
   if not self._session then errors.raise(errors.ConnectionClosedError, "client is closed") end
   self:_check_wait()
   if self._stopped then
-    local ok, why = self._session:start()
-    if not ok then
-      errors.raise(errors.ConfigurationError, "cannot use hosts " .. string.format("%q",
-                   self._hosts) .. ": " .. tostring(why))
+    local ok, why = self._session:start() -- fails only when out of memory: hosts that do
+    if not ok then                           -- not resolve yet are tried again, as kazoo
+      errors.raise(errors.KazooException, "cannot start the session: " .. tostring(why))
     end
     self._stopped = false
     self.client_state = "CONNECTING"
@@ -800,7 +799,9 @@ function Client:create(path, value, opts)
     acl = next(opts.acl) ~= nil and check.acls("create", opts.acl) or acl
   end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("create") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("create")
+  end
   if self._waits_alone then -- _call inlined, as in get: the two hottest sync ops
     local kind, _, rc, _, created, stat = create_now(session, path, value, acl, flags,
                                                      include_data)
@@ -857,7 +858,9 @@ function Client:exists(path, watch)
   if not known_paths[path] then check.path("exists", path) end
   if watch ~= nil then check.watch("exists", watch) end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("exists") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("exists")
+  end
   return (self:_call(session, S.exists_now, S.exists, path, watch, path,
                      watch ~= nil))
 end
@@ -867,7 +870,9 @@ function Client:get_async(path, watch)
   if not known_paths[path] then check.path("get", path) end
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("get") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("get")
+  end
   return self:_track(S.get(session, path, watch ~= nil), path, watch)
 end
 
@@ -875,7 +880,9 @@ function Client:get(path, watch)
   if not known_paths[path] then check.path("get", path) end
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("get") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("get")
+  end
   if self._waits_alone then -- _call inlined (one Lua call fewer: ~4 % of a direct get's CPU)
     local kind, id, rc, watch_dropped, data, stat = get_now(session, path, watch ~= nil)
     if kind then
@@ -910,7 +917,9 @@ function Client:get_children(path, watch, include_data)
     include_data = check.flag("get_children", include_data, "include_data")
   end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("get_children") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("get_children")
+  end
   local children, stat = self:_call(session, S.children_now, S.children, path,
                                     watch, path, watch ~= nil)
   if include_data then return children, stat end
@@ -933,7 +942,9 @@ function Client:set(path, value, version)
   end
   if version ~= nil then version = check.version("set", version) else version = -1 end
   local session = self._session
-  if not session or self._stopped then session = self:_usable_session("set") end
+  if not session or self._stopped or self.client_state ~= "CONNECTED" then
+    session = self:_usable_session("set")
+  end
   return (self:_call(session, S.set_now, S.set, path, nil, path, value, version))
 end
 

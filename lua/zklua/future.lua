@@ -89,8 +89,8 @@ function Future:get_nowait()
 end
 
 function Future:rawlink(fn)
-  if type(fn) ~= "function" then
-    errors.raise(errors.BadArgumentsError, "rawlink: callback must be a function")
+  if type(fn) ~= "function" and not check.callable(fn) then
+    errors.raise(errors.BadArgumentsError, "rawlink: callback must be a function or a callable table")
   end
   if self.done then
     fn(self)

@@ -105,8 +105,8 @@ local function pack(...)
 end
 
 function Retry:__call(fn, ...)
-  if type(fn) ~= "function" then
-    errors.raise(errors.BadArgumentsError, "retry: first argument must be a function")
+  if type(fn) ~= "function" and not require("zklua.check").callable(fn) then
+    errors.raise(errors.BadArgumentsError, "retry: first argument must be a function or a callable table")
   end
   local clock = require("zklua.core").monotonic
   local attempts, delay = 0, self.delay

@@ -9,6 +9,8 @@
 --   local ens = testing.ensemble(3)            -- three nodes on loopback
 --   ens:node(2):stop(); ens:node(2):start(); ens:leader():pause(); ...
 --
+--   local ens = testing.ensemble(3, { reconfig = true }) -- reconfigEnabled, and a superuser
+--                                              -- "super" (password "test") who may reconfig
 --   local ens = testing.ensemble(3, { partitionable = true }) -- peers talk through proxies:
 --   ens:isolate(2); ...; ens:heal()            -- node 2 cut off from the others, and back
 --
@@ -129,6 +131,7 @@ function Node:_config()
     "snapCount=100000",
     "extendedTypesEnabled=true", -- TTL nodes (create's ttl option)
   }
+  if c.reconfig then lines[#lines + 1] = "reconfigEnabled=true" end
   if c.read_only then
     lines[#lines + 1] = "localSessionsEnabled=true"
     lines[#lines + 1] = "localSessionsUpgradingEnabled=true"
@@ -140,6 +143,9 @@ function Node:_config()
       lines[#lines + 1] = string.format("server.%d=127.0.0.1:%d:%d", n.id,
                                         view and view.peer.port or n.peer_port,
                                         view and view.election.port or n.election_port)
+      if c.reconfig then -- the dynamic config's form: role and client address too
+        lines[#lines] = lines[#lines] .. ":participant;127.0.0.1:" .. n.port
+      end
     end
   end
   return table.concat(lines, "\n") .. "\n"
@@ -159,6 +165,10 @@ function Node:start(timeout)
   self.started_once = true
   write_file(self.dir .. "/zoo.cfg", self:_config())
   local props = self.cluster.read_only and "-Dreadonlymode.enabled=true " or ""
+  if self.cluster.reconfig then -- the superuser reconfig needs: "super", password "test"
+    props = props .. "-Dzookeeper.DigestAuthenticationProvider.superDigest=" ..
+            core.digest_credential("super", "test") .. " "
+  end
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
     "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", JAVA_OPTS, props, CLASSPATH, MAIN,
     shell_quote(self.dir .. "/zoo.cfg"))
@@ -271,7 +281,8 @@ local function new_cluster(size, opts)
   opts = opts or {}
   local dir = make_temp_dir()
   local cluster = setmetatable({ dir = dir, nodes = {}, tick_time = opts.tick_time or 200,
-                                 read_only = opts.read_only == true, epoch = opts.epoch },
+                                 read_only = opts.read_only == true, epoch = opts.epoch,
+                                 reconfig = opts.reconfig == true },
                                Cluster)
   local taken = {}
   for i = 1, size do

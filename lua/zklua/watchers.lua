@@ -99,7 +99,9 @@ function DataWatch:_start(func)
   if self.func then
     errors.raise(errors.KazooException, "a function is already associated with this DataWatch")
   end
-  if type(func) ~= "function" then check.fail("DataWatch", "func", "func must be a function") end
+  if not check.callable(func) then
+    check.fail("DataWatch", "func", "func must be a function or a callable table")
+  end
   self.func = func
   local watch = self
   self._listener = function(state) watch:_on_state(state) end
@@ -186,7 +188,9 @@ function ChildrenWatch:_start(func)
     errors.raise(errors.KazooException,
                  "a function is already associated with this ChildrenWatch")
   end
-  if type(func) ~= "function" then check.fail("ChildrenWatch", "func", "func must be a function") end
+  if not check.callable(func) then
+    check.fail("ChildrenWatch", "func", "func must be a function or a callable table")
+  end
   self.func = func
   local watch = self
   if self.allow_session_lost then

@@ -205,8 +205,14 @@ int zkl_session_start(zkl_session *s)
     s->stopped = 0;
     s->gave_up = 0;
     if (open_handle(s) != 0) {
-        s->stopped = 1;
-        return -1;
+        if (errno == ENOMEM) {
+            s->stopped = 1;
+            return -1;
+        }
+        /* No address for the hosts now (the library resolves them as it opens): as kazoo,
+         * the client keeps trying (at every wait, zkl_session_wait) until it is stopped. */
+        s->needs_open = 1;
+        s->client_state = ZKL_CS_CONNECTING;
     }
     return 0;
 }

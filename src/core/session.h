@@ -42,7 +42,9 @@ void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy
 int zkl_session_gave_up_connecting(const zkl_session *s);
 /* Connection attempts that failed since the session was made (not drops of live ones). */
 long zkl_session_failed_connection_attempts(zkl_session *s);
-int zkl_session_start(zkl_session *s);  /* 0, or -1 with errno (bad host list) */
+/* 0, or -1 with errno ENOMEM.  Hosts that resolve to no address yet are tried again at
+ * every wait until the session is stopped (kazoo keeps trying too). */
+int zkl_session_start(zkl_session *s);
 void zkl_session_stop(zkl_session *s);  /* idempotent */
 void zkl_session_free(zkl_session *s);  /* stops first */
 

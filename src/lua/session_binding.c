@@ -472,6 +472,7 @@ static int session_pending(lua_State *L)
 
 static int op_create(lua_State *L) /* create(path, value, acl, flags, want_stat, ttl) */
 {
+    lua_settop(L, 7); /* the ACL vector goes above the arguments, never into ttl's slot */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     int len;
@@ -560,6 +561,7 @@ static int op_children_now(lua_State *L) /* children_now(path, watch) */
 
 static int op_create_now(lua_State *L) /* create_now(path, value, acl, flags, want_stat) */
 {
+    lua_settop(L, 6); /* the ACL vector goes above the arguments, never into want_stat's */
     zkl_session *s = check_session(L);
     const char *path = luaL_checkstring(L, 2);
     int len;

@@ -6,7 +6,8 @@
 -- time; a callback may itself wait (the loop re-enters).
 local core = require "zklua.core"
 
-local blocking = { name = "blocking" }
+-- timeout_exception: the error a wait that timed out raises (kazoo's handler attribute)
+local blocking = { name = "blocking", timeout_exception = require("zklua.errors").TimeoutError }
 
 local POLL_SLICE = 0.2 -- seconds
 

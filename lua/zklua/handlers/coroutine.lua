@@ -58,7 +58,8 @@ local DEFAULT_RECHECK = 0.1
 --                         learns of events calls handler.events_ready() from it
 --   recheck               optional, seconds between the poller's rounds without events
 function handlers.new(host)
-  local handler = { name = host.name }
+  -- timeout_exception: the error a wait that timed out raises (kazoo's handler attribute)
+  local handler = { name = host.name, timeout_exception = require("zklua.errors").TimeoutError }
   local clients = {} -- attached client -> true (until close(): the poller uses them)
   local waiters = {}          -- waiter -> true
   local poller = nil          -- the coroutine that polls now, or nil
