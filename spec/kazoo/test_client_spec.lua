@@ -73,6 +73,13 @@ describe("test_client.py", function()
     raises(errors.ConfigurationError, zklua.client, { hosts = h.servers, handler = {} })
   end)
 
+  it("test_chroot", function()
+    assert.are.equal("", zklua.client("127.0.0.1:2181/").chroot)
+    assert.are.equal("/a", zklua.client("127.0.0.1:2181/a").chroot)
+    assert.are.equal("/a", zklua.client("127.0.0.1/a").chroot)
+    assert.are.equal("/a/b", zklua.client("127.0.0.1/a/b").chroot)
+    assert.are.equal("/a/b", zklua.client("127.0.0.1:2181,127.0.0.1:2182/a/b").chroot)
+  end)
 
   it("test_connection_timeout", function()
     local client = h:get_client({ hosts = "127.0.0.1:9" })
@@ -87,7 +94,15 @@ describe("test_client.py", function()
     assert.are.same({ { "127.0.0.1", 9 }, { "127.0.0.2", 9 } }, hosts)
   end)
 
+  it("test_invalid_hostname", function()
+    local client = h:get_client({ hosts = "nosuchhost/a" })
+    local timeout = client.handler.timeout_exception
+    raises(timeout, client.start, client, 0.1)
+  end)
 
+  it("test_another_invalid_hostname", function()
+    raises(BadArguments, zklua.client, { hosts = "/nosuchhost/a" })
+  end)
 
   it("test_retry_options_dict", function()
     local client = h:get_client({ command_retry = { max_tries = 99 },
@@ -220,6 +235,17 @@ describe("test_client.py", function()
 
   -- TestConnection
 
+  it("test_chroot_warning", function()
+    local warned = {}
+    -- kazoo sets the chroot of a client made without one; here the client is made with it
+    local k = h:get_client({ hosts = h.servers .. "/abba" .. support.uuid(),
+                             logger = function(level, message)
+      if level == "WARN" then warned[#warned + 1] = message end
+    end })
+    k:start()
+    assert.is_true(#warned > 0)
+    k:stop()
+  end)
 
   it("test_session_expire", function()
     local cv = false
