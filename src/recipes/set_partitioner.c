@@ -65,7 +65,7 @@ struct zkl_set_partitioner {
     int retired_count, retired_capacity;
 
     uint64_t list_op_id, party_watch_id;
-    uint64_t settle_timer_id, conflict_timer_id, grace_timer_id;
+    uint64_t settle_timer_id, conflict_timer_id;
     int parked; /* LIST or REWATCH waits for CONNECTED */
     int orphaned, listening;
     long inflight; /* routed ops and watches not yet come back (timers are taken back) */
@@ -219,7 +219,6 @@ static void fail(zkl_set_partitioner *sp, zkl_sp_failure why, int rc)
     sp->failure = why;
     sp->rc = rc;
     stop_timer(sp, &sp->settle_timer_id);
-    stop_timer(sp, &sp->grace_timer_id);
     sp->party_watch_id = 0;
     drop_items(sp, 1);
     leave_party(sp);
@@ -361,12 +360,6 @@ static void conflict_check(zkl_set_partitioner *sp)
     sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
 }
 
-static void grace_over(zkl_set_partitioner *sp)
-{
-    if (sp->state == ZKL_SP_ACQUIRED && !connected(sp))
-        set_state(sp, ZKL_SP_RELEASE);
-}
-
 static void on_timer(zkl_set_partitioner *sp, const zkl_event *ev)
 {
     if (ev->id == sp->settle_timer_id) {
@@ -375,9 +368,6 @@ static void on_timer(zkl_set_partitioner *sp, const zkl_event *ev)
     } else if (ev->id == sp->conflict_timer_id) {
         sp->conflict_timer_id = 0;
         conflict_check(sp);
-    } else if (ev->id == sp->grace_timer_id) {
-        sp->grace_timer_id = 0;
-        grace_over(sp);
     }
 }
 
@@ -478,15 +468,16 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
     if (sp->orphaned || sp->state == ZKL_SP_FAILURE)
         return;
     if (state == ZKL_CONNECTED) {
-        stop_timer(sp, &sp->grace_timer_id);
         if (sp->parked)
             go(sp, sp->step);
         else if (sp->step == STEP_ACQUIRE && sp->conflict_timer_id == 0)
             sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
     } else if (state == ZKL_SUSPENDED) {
         stop_timer(sp, &sp->conflict_timer_id); /* a new window once reconnected */
-        if (sp->state == ZKL_SP_ACQUIRED && sp->grace_timer_id == 0)
-            sp->grace_timer_id = start_timer(sp, zkl_session_negotiated_timeout(s) / 3);
+        if (sp->state == ZKL_SP_ACQUIRED) { /* ownership can no longer be vouched for */
+            go(sp, STEP_NONE); /* a REWATCH under way is moot */
+            set_state(sp, ZKL_SP_RELEASE);
+        }
         if (sp->step == STEP_SETTLE) {
             stop_timer(sp, &sp->settle_timer_id); /* changes may go unseen: settle again */
             go(sp, STEP_LIST);
@@ -552,7 +543,6 @@ void zkl_sp_free(zkl_set_partitioner *sp)
         drop_items(sp, 1);
         leave_party(sp);
         stop_timer(sp, &sp->settle_timer_id);
-        stop_timer(sp, &sp->grace_timer_id);
     } else {
         drop_items(sp, 0);
     }
@@ -583,7 +573,7 @@ void zkl_sp_forget_session(zkl_set_partitioner *sp)
     sp->parked = 0;
     sp->step = STEP_NONE;
     sp->list_op_id = sp->party_watch_id = 0;
-    sp->settle_timer_id = sp->conflict_timer_id = sp->grace_timer_id = 0;
+    sp->settle_timer_id = sp->conflict_timer_id = 0;
 }
 
 uint64_t zkl_sp_wanted(const zkl_set_partitioner *sp, char *const **members, int *count)
@@ -654,7 +644,6 @@ void zkl_sp_release_set(zkl_set_partitioner *sp)
         sp->step == STEP_RELEASE)
         return;
     sp->party_watch_id = 0; /* the party is listed again afterwards */
-    stop_timer(sp, &sp->grace_timer_id);
     set_state(sp, ZKL_SP_RELEASE);
     go(sp, STEP_RELEASE);
     for (int i = 0; i < sp->item_count; i++)

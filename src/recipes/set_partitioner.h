@@ -27,12 +27,15 @@
  *   naming the item and the contender's node) after releasing what it holds and leaving the
  *   party, so that the others re-divide the set without it.
  * - A changed set (zkl_sp_set_changed) is handled like a party change (kazoo #386).
- * - SUSPENDED (connection lost, session alive): no new claims — a settle window in progress
- *   starts again once CONNECTED, lock acquires wait for the reconnection.  ACQUIRED stays
- *   ACQUIRED (the locks live as long as the session) for a third of the session timeout:
- *   the client notices a dead connection within two thirds of it and the server expires the
- *   session only after all of it, so until then no other member can have taken an item.
- *   Still disconnected after that: ACQUIRED -> RELEASE (ownership can no longer be vouched for).
+ * - SUSPENDED (connection lost, session alive or not): ACQUIRED -> RELEASE at once, as kazoo.
+ *   The client cannot know how long the server still counts its session alive (a follower cut
+ *   off from its leader keeps answering pings while the leader expires the session), so no
+ *   grace can prove that no other member took an item meanwhile: ownership is given up the
+ *   moment the connection is.  The owner releases the set (release_set: the locks are deleted
+ *   once reconnected, or vanish with the session) and allocation starts again once CONNECTED.
+ *   ALLOCATING makes no new claims: a settle window in progress starts again once CONNECTED,
+ *   lock acquires wait for the reconnection (a lock is held only on the server's reply, so
+ *   an item is never owned across a SUSPENDED).
  * - LOST (session expired) -> FAILURE (ZKL_SP_FAILED_LOST): the ephemeral locks and party node
  *   are gone with the session; nothing is re-joined (as kazoo).  A stopped session (or an auth
  *   failure) -> FAILURE (ZKL_SP_FAILED_CLOSED).  A ZooKeeper error that retries cannot fix

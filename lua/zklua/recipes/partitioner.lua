@@ -12,8 +12,8 @@
 -- The partitioner is the C state machine of src/recipes/set_partitioner.c, on kazoo's nodes
 -- (kazoo and zklua members of one path split one set).  Its contract — layout, the states
 -- ALLOCATING / ACQUIRED / RELEASE / FAILURE, ownership through the items' locks, the end of
--- endless ALLOCATING (kazoo #392), and what SUSPENDED (no new claims; ACQUIRED held for a
--- third of the session timeout, then RELEASE) and LOST (FAILURE, as kazoo) do — is stated
+-- endless ALLOCATING (kazoo #392), and what SUSPENDED (ACQUIRED turns RELEASE at once, as
+-- kazoo; no new claims until reconnected) and LOST (FAILURE, as kazoo) do — is stated
 -- once, in src/recipes/set_partitioner.h.  What this layer adds:
 --
 -- * partition_func(identifier, members, set) runs here, in Lua, when the C side asks for it
