@@ -1,7 +1,8 @@
 -- kazoo's kazoo/tests/test_party.py, translated (see /work/shared/reference/kazoo-tests):
--- Party and ShallowParty against a real standalone server.  kazoo's `list(party)` is
--- party:members(), `len(party)` party:len(), `party.data.decode()` party.data (a string).
-local testing = require "zklua.testing"
+-- Party and ShallowParty on kazoo's harness (spec/kazoo/support.lua: the shared server,
+-- h.client chrooted to a fresh namespace).  kazoo's `list(party)` is party:members(),
+-- `len(party)` party:len(), `party.data.decode()` party.data (a string).
+local support = require "kazoo.support"
 local helpers = require "support.helpers"
 
 local sorted = helpers.sorted
@@ -45,19 +46,15 @@ local function five_members(client, constructor, path)
 end
 
 describe("test_party.py", function()
-  local server, client, path
-  local n = 0
-
-  setup(function() server = testing.server() end)
-  teardown(function() server:stop() end)
+  local h, client, path
 
   before_each(function()
-    n = n + 1
-    path = "/kazoo-party-" .. n
-    client = helpers.client(server.hosts)
+    h = support.harness()
+    client = h.client
+    path = "/" .. support.uuid()
   end)
 
-  after_each(function() helpers.drop(client, path) end)
+  after_each(function() h:teardown() end)
 
   it("KazooPartyTests::test_party", function()
     five_members(client, "Party", path)
