@@ -2,8 +2,8 @@
 -- real ZooKeeper server: README.md's "Dynamic upstreams in nginx" configuration, as written
 -- there (only its port changed, and the checkout's paths added), 4 workers proxying to real
 -- backend HTTP servers (one small nginx each, answering its own name), each registered by its
--- own process (spec/fixtures/service_register.lua: a zklua session; a Curator one in
--- spec/curator_discovery_spec.lua).  The scenarios:
+-- own process: two zklua ones (spec/fixtures/service_register.lua) and a Curator 5.4 one
+-- (spec/fixtures/java/CuratorDiscovery.java).  The scenarios:
 -- 1. every worker sees the registered backends and requests reach each of them;
 -- 2. under wrk load: a backend stopped while still registered (every request still succeeds:
 --    the balancer retries on the next peer), a backend's registering process killed -9 (it
@@ -18,6 +18,7 @@ local helpers = require "support.helpers"
 local child = require "fixtures.child"
 local support = require "support.nginx"
 local json = require "dkjson"
+local java = require "support.java"
 
 local LONG = 60 -- s: upper bounds only
 local REGISTRAR_TIMEOUT = "2" -- s: a killed registering process's instance goes this fast
@@ -71,6 +72,7 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   local server, observer
   local kids = helpers.kids()
   local started = {} -- nginx instances to stop
+  local programs = {} -- Java programs to stop
   local dirs = {}
 
   local function start(text, env, http_lines)
@@ -155,6 +157,10 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   end)
 
   after_each(function()
+    for i = #programs, 1, -1 do
+      programs[i]:stop()
+      programs[i] = nil
+    end
     for i = #started, 1, -1 do
       started[i]:stop()
       started[i]:remove()
@@ -168,7 +174,10 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     local b1, b2, b3 = backend("b1"), backend("b2"), backend("b3")
     register(b1)
     local reg2 = register(b2)
-    register(b3)
+    local curator = java.start("CuratorDiscovery", server.hosts, BASE, 10000)
+    programs[#programs + 1] = curator
+    curator:send("register api b3 127.0.0.1 " .. b3.port)
+    curator:expect("^registered b3$", LONG)
     local front = front_nginx()
     every_worker_sees(front, { "b1", "b2", "b3" }, "every worker to see b1, b2, b3")
     reaches(front, { "b1", "b2", "b3" }, "requests to reach every backend")

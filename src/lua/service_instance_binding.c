@@ -7,8 +7,9 @@
  *     t: {name =, id =, address =, port =, ssl_port =, payload = (a string) | payload_json =
  *        (JSON text), registration_time_utc = (ms), service_type = "DYNAMIC" | ...,
  *        uri_spec = "{scheme}://...", enabled = true|false}; nil members are null
- *   core.service_instance_decode(bytes) -> the same table (payload: the payload when it is a
- *     JSON string, payload_json: its JSON text, any kind); or nil, message
+ *   core.service_instance_decode(bytes) -> the same table (payload when the payload is a JSON
+ *     string, else payload_json: its JSON text; so it encodes back to the same bytes); or
+ *     nil, message
  *   core.service_instance_id() -> a random id as Curator's builder makes one (Java's
  *     UUID.randomUUID().toString(): 8-4-4-4-12 lowercase hex digits)
  *
@@ -163,18 +164,25 @@ static void set_integer(lua_State *L, const char *field, int64_t v)
     lua_setfield(L, -2, field);
 }
 
-/* The payload as a Lua string when its JSON is a string. */
+/* The payload: a Lua string (payload) when its JSON is a string, else its JSON text
+ * (payload_json); nothing when null. */
 static void set_payload(lua_State *L, const char *payload_json)
 {
-    if (!payload_json || payload_json[0] != '"')
+    if (!payload_json)
         return;
-    const char *error;
-    zkl_json *v = zkl_json_parse(payload_json, strlen(payload_json), &error);
-    if (v && v->type == ZKL_JSON_STRING) {
-        lua_pushlstring(L, v->string, v->string_len);
-        lua_setfield(L, -2, "payload");
+    if (payload_json[0] == '"') {
+        const char *error;
+        zkl_json *v = zkl_json_parse(payload_json, strlen(payload_json), &error);
+        if (v && v->type == ZKL_JSON_STRING) {
+            lua_pushlstring(L, v->string, v->string_len);
+            lua_setfield(L, -2, "payload");
+            zkl_json_free(v);
+            return;
+        }
+        zkl_json_free(v);
     }
-    zkl_json_free(v);
+    lua_pushstring(L, payload_json);
+    lua_setfield(L, -2, "payload_json");
 }
 
 static int core_decode(lua_State *L)
@@ -196,7 +204,6 @@ static int core_decode(lua_State *L)
         set_integer(L, "port", in.port);
     if (in.has_ssl_port)
         set_integer(L, "ssl_port", in.ssl_port);
-    set_string(L, "payload_json", in.payload_json);
     set_payload(L, in.payload_json);
     set_integer(L, "registration_time_utc", in.registration_time_utc);
     if (in.service_type != ZKL_SERVICE_TYPE_NULL)

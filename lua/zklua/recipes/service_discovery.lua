@@ -17,7 +17,8 @@
 -- <base>/<name>/<id>, its data the JSON Curator's JsonInstanceSerializer writes (the C codec
 -- src/recipes/service_instance.h states the bytes).  An instance is a table:
 --   name, id (default: a random UUID, as Curator's builder), address, port, ssl_port,
---   payload (a string) or payload_json (JSON text: a Java object payload with its "@class"),
+--   payload (a string) or payload_json (JSON text: a Java object payload with its "@class";
+--   instances read back carry one of the two, as their payload is a JSON string or not),
 --   registration_time_utc (ms; default now), service_type ("DYNAMIC" (default): an ephemeral
 --   znode, "DYNAMIC_SEQUENTIAL", "STATIC" or "PERMANENT": persistent), uri_spec (Curator's
 --   template, e.g. "{scheme}://{address}:{port}"), enabled (default true).
