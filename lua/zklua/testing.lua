@@ -13,6 +13,7 @@
 --                                              -- "super" (password "test") who may reconfig
 --   local ens = testing.ensemble(3, { partitionable = true }) -- peers talk through proxies:
 --   ens:isolate(2); ...; ens:heal()            -- node 2 cut off from the others, and back
+--   ens:cut(2, 1, { silent = true })           -- only the links between nodes 2 and 1
 --
 --   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
 --   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
@@ -37,6 +38,13 @@ local CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 -- nodes every half second (not every minute), so a test waits for their deletion briefly.
 local JAVA_OPTS = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto " ..
   "-Dznode.container.checkIntervalMs=500"
+-- ZKLUA_SERVER_LOG=1: each server logs (INFO) to its server.log, for a failure's post-mortem
+-- (with ZKLUA_KEEP_SERVER_DIRS=1 to keep it); by default the servers log nothing.
+if os.getenv("ZKLUA_SERVER_LOG") then
+  CLASSPATH = CLASSPATH .. ":/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar"
+  JAVA_OPTS = JAVA_OPTS .. " -Dorg.slf4j.simpleLogger.showDateTime=true" ..
+    " -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"
+end
 local MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 local function shell_quote(s)
@@ -169,6 +177,12 @@ function Node:start(timeout)
     props = props .. "-Dzookeeper.DigestAuthenticationProvider.superDigest=" ..
             core.digest_credential("super", "test") .. " "
   end
+  -- A node looking for a leader re-sends its votes after a pause that doubles up to this
+  -- bound (ZooKeeper's default: 60 s).  With the default, a node cut off for half a minute
+  -- waited up to 51 s after the partition healed before it asked again, and rejoined up to
+  -- a minute late; 5 ticks keep a healed or restarted node's return within about a second.
+  props = props .. string.format("-Dzookeeper.fastleader.maxNotificationInterval=%d ",
+                                 5 * self.cluster.tick_time)
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
     "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", JAVA_OPTS, props, CLASSPATH, MAIN,
     shell_quote(self.dir .. "/zoo.cfg"))
@@ -350,18 +364,28 @@ function Cluster:hosts_with(chroot)
   return self.hosts .. chroot
 end
 
--- Each proxy carrying traffic between node id and another node (both directions).
-local function proxies_of(cluster, id)
+-- Each proxy carrying traffic between node id and node other (both directions); other nil:
+-- any other node; id nil: every proxy.
+local function proxies_of(cluster, id, other)
   local list = {}
   for _, n in ipairs(cluster.nodes) do
     for to, view in pairs(n.views or {}) do
-      if n.id == id or to == id or id == nil then
+      local a, b = n.id, to
+      if id == nil or ((a == id or b == id) and (other == nil or a == other or b == other)) then
         list[#list + 1] = view.peer
         list[#list + 1] = view.election
       end
     end
   end
   return list
+end
+
+-- Closes (and refuses from now on) or silences the links of proxies.
+local function cut_links(list, silent)
+  for _, p in ipairs(list) do p:refuse(true) end
+  for _, p in ipairs(list) do
+    if silent then p:silence("both") else p:drop() end
+  end
 end
 
 --- Cuts node i off from the other nodes (an ensemble started with {partitionable = true}):
@@ -371,11 +395,15 @@ end
 -- took effect.
 function Cluster:isolate(i, opts)
   assert(self.nodes[i] and self.nodes[i].views, "isolate: the ensemble is not partitionable")
-  local silent = opts and opts.silent
-  for _, p in ipairs(proxies_of(self, i)) do p:refuse(true) end
-  for _, p in ipairs(proxies_of(self, i)) do
-    if silent then p:silence("both") else p:drop() end
-  end
+  cut_links(proxies_of(self, i), opts and opts.silent)
+end
+
+--- Cuts the links between node i and node j only (both ways), closed or silenced as
+-- isolate(): e.g. a follower cut from the leader that still reaches the other follower.
+function Cluster:cut(i, j, opts)
+  assert(self.nodes[i] and self.nodes[i].views and self.nodes[j] and i ~= j,
+         "cut: two nodes of a partitionable ensemble are needed")
+  cut_links(proxies_of(self, i, j), opts and opts.silent)
 end
 
 --- Ends every partition: the nodes reach each other again.

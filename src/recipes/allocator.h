@@ -42,7 +42,10 @@
  *   the connection are repeated once CONNECTED.  If the session expires during the outage the
  *   server deletes the nodes and other members may take the items BEFORE this member
  *   reconnects and hears LOST: until then what it was told it holds is stale, which is what
- *   the fencing tokens are for.
+ *   the fencing tokens are for.  So on SUSPENDED the owner must stop acting on its items
+ *   until CONNECTED (as a lock holder, lock.h): it hears SUSPENDED before the majority can
+ *   expire its session and let another member claim them, as long as syncLimit * tickTime
+ *   is shorter than the session timeout (spec/partition_spec.lua proves the order).
  * - LOST (session expired): the member and owner nodes are gone: every item the owner was
  *   told about is reported in news.lost, nothing is held.  With rejoin, the member joins
  *   again on the new session (a new member node) and follows the assignment again;

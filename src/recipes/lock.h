@@ -20,7 +20,14 @@
  *   looked up by its uuid prefix before another create (kazoo's create_tried).
  * - Connection loss or an operation timeout during any step: the step is repeated once the
  *   session is CONNECTED again.  SUSPENDED changes nothing else: a holder keeps the lock
- *   (as kazoo), an acquire waits for the reconnection.
+ *   (as kazoo), an acquire waits for the reconnection.  But on SUSPENDED a holder must stop
+ *   acting as the holder until CONNECTED (kazoo's and Curator's rule): its server may be cut
+ *   off from the quorum, whose leader then expires the session a session timeout after the
+ *   last packet it got and grants the lock to another.  The holder hears SUSPENDED first:
+ *   its server drops it syncLimit * tickTime after losing its leader, or the client notices
+ *   a silent link after 2/3 of the session timeout — before the grant as long as
+ *   syncLimit * tickTime is shorter than the session timeout (spec/partition_spec.lua proves
+ *   the order from a ledger).
  * - LOST (session expired): an ephemeral holder's node is gone, so it is no longer held; the
  *   owner is told with zkl_session_notify(s, zkl_lock_id(l), ZKL_LOCK_NOTIFY_LOST).  A
  *   persistent holder (ephemeral = 0) keeps the lock.  An acquire in progress starts again on

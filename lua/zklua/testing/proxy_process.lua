@@ -23,7 +23,10 @@
 --   quit                   exit
 --
 -- The state is the proxy's, not a connection's: a connection made while "down" is silenced
--- is silenced too.  Single-threaded: one select loop.  It exits when its owner (the test
+-- is silenced too.  When one side closes, what it sent before its close is forwarded first
+-- (unless its direction is silenced meanwhile), then the other side is closed: a ZooKeeper
+-- peer that sends its id and hangs up (the lower id of a pair, so that the higher one calls
+-- back) is heard.  Single-threaded: one select loop.  It exits when its owner (the test
 -- process) is gone, checked at least twice a second, so a killed test leaves no proxy behind.
 local socket = require "socket"
 
@@ -218,7 +221,7 @@ while true do
         if mode[way] then
           local from = way == "up" and c.client or c.server
           local to = way == "up" and c.server or c.client
-          recvt[#recvt + 1] = from
+          if not c.ending then recvt[#recvt + 1] = from end
           local head = c.pending[way][1]
           if head then
             if head.due <= now then sendt[#sendt + 1] = to
@@ -253,15 +256,19 @@ while true do
     else still[#still + 1] = ctl end
   end
   controllers = still
-  now = socket.gettime()
   for _, c in ipairs(conns) do
     if not c.closed then
-      local ok = true
-      if mode.up and readable[c.client] then ok = pump(c, "up") and ok end
-      if mode.down and readable[c.server] then ok = pump(c, "down") and ok end
-      ok = flush(c, "up", now) and ok
+      -- a side that closed ends the connection, but only once what it sent before its close
+      -- (often read together with the close) went on: a peer's last words are not lost
+      if not c.ending then
+        if mode.up and readable[c.client] and not pump(c, "up") then c.ending = "up" end
+        if mode.down and readable[c.server] and not pump(c, "down") then c.ending = "down" end
+      end
+      now = socket.gettime()
+      local ok = flush(c, "up", now)
       ok = flush(c, "down", now) and ok
-      if not ok then close_conn(c) end
+      local way = c.ending
+      if not ok or (way and (not c.pending[way][1] or not mode[way])) then close_conn(c) end
     end
   end
 end
