@@ -1106,18 +1106,18 @@ function Client:_add_notify_target(id, object)
 end
 
 --- A kazoo Lock (zklua.recipes.lock): exclusive.
-function Client:Lock(path, identifier)
-  return require("zklua.recipes.lock").Lock(self, path, identifier)
+function Client:Lock(path, identifier, extra_lock_patterns)
+  return require("zklua.recipes.lock").Lock(self, path, identifier, extra_lock_patterns)
 end
 
 --- A kazoo ReadLock: shared with other readers, excluded by writers queued before it.
-function Client:ReadLock(path, identifier)
-  return require("zklua.recipes.lock").ReadLock(self, path, identifier)
+function Client:ReadLock(path, identifier, extra_lock_patterns)
+  return require("zklua.recipes.lock").ReadLock(self, path, identifier, extra_lock_patterns)
 end
 
 --- A kazoo WriteLock: exclusive (the same nodes as Lock).
-function Client:WriteLock(path, identifier)
-  return require("zklua.recipes.lock").WriteLock(self, path, identifier)
+function Client:WriteLock(path, identifier, extra_lock_patterns)
+  return require("zklua.recipes.lock").WriteLock(self, path, identifier, extra_lock_patterns)
 end
 
 --- A kazoo Election (zklua.recipes.election): a Lock on path; run(fn), or the latch form

@@ -1,7 +1,7 @@
 /*
  * lock_binding.c — the zklua.core lock userdata: a thin wrapper over src/recipes/lock.c.
  *
- *   core.lock(session, path, identifier, "exclusive" | "shared", acl) -> lock
+ *   core.lock(session, path, identifier, "exclusive" | "shared", acl, {mark, ...}) -> lock
  *   lock:acquire(blocking, ephemeral) -> true, or nil and "held" | "busy" | "closed"
  *   lock:release() -> true when a release started (it was held)
  *   lock:release_in_background(): stop counting a release under way as held
@@ -10,7 +10,8 @@
  *   lock:outcome() -> "pending" | "got" | "busy" | "cancelled" | "gave_up" | "failed", rc
  *   lock:release_rc(), lock:checked(), lock:is_held(), lock:node(), lock:prefix(),
  *   lock:fencing_token(), lock:id(), lock:inflight()
- *   core.lock_contenders({child, ...}) -> the contender names among them, in lock order
+ *   core.lock_contenders({child, ...}, {mark, ...}) -> the contender names among them (marks:
+ *   foreign contenders too, see zkl_lock_add_mark), in lock order
  *
  * Contract (SUSPENDED, LOST, stop, the notify codes): src/recipes/lock.h; this file only
  * converts.  lua/zklua/recipes/lock.lua waits, times out and talks to the user; no Lua is ever
@@ -31,7 +32,23 @@ static const zkl_recipe_type LOCK_TYPE = {"zklua.core.Lock", "lock", forget_sess
 /* The lock of the userdata at idx 1, told to forget a session that was closed meanwhile. */
 static zkl_lock *check_lock(lua_State *L) { return zkl_recipe_check(L, &LOCK_TYPE)->obj; }
 
-/* core.lock(session, path, identifier, kind, acl) */
+/* The strings of the list at idx (absent: none) in a userdata left on the stack (the list
+ * keeps them alive); *n their count.  Checked by the Lua layer: here only their type. */
+static const char **string_list(lua_State *L, int idx, int *n)
+{
+    *n = lua_istable(L, idx) ? (int)lua_rawlen(L, idx) : 0;
+    const char **strings = lua_newuserdatauv(L, sizeof *strings * (size_t)(*n > 0 ? *n : 1), 0);
+    for (int i = 0; i < *n; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        strings[i] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        lua_pop(L, 1);
+        if (!strings[i])
+            luaL_argerror(L, idx, "a list of strings expected");
+    }
+    return strings;
+}
+
+/* core.lock(session, path, identifier, kind, acl, marks) */
 static int lock_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
@@ -42,9 +59,17 @@ static int lock_new(lua_State *L)
     zkl_lock_kind kind = luaL_checkoption(L, 4, "exclusive", kinds) == 1 ? ZKL_LOCK_SHARED
                                                                          : ZKL_LOCK_EXCLUSIVE;
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
+    int n_marks;
+    const char **marks = string_list(L, 6, &n_marks);
     zkl_recipe_box *box = zkl_recipe_box_new(L, &LOCK_TYPE, sizeof *box);
-    return zkl_recipe_box_set(L, &LOCK_TYPE, box,
-                              zkl_lock_new(*slot, path, data, len, kind, acl), slot);
+    zkl_lock *l = zkl_lock_new(*slot, path, data, len, kind, acl);
+    for (int i = 0; l && i < n_marks; i++) {
+        if (zkl_lock_add_mark(l, marks[i]) != 0) {
+            zkl_lock_free(l);
+            l = NULL;
+        }
+    }
+    return zkl_recipe_box_set(L, &LOCK_TYPE, box, l, slot);
 }
 
 static int lock_acquire(lua_State *L) /* acquire(blocking, ephemeral) */
@@ -94,20 +119,16 @@ static int lock_fencing_token(lua_State *L)
 ZKL_RECIPE_INTEGER(lock_id, check_lock, zkl_lock_id)
 ZKL_RECIPE_INTEGER(lock_inflight, check_lock, zkl_lock_inflight)
 
-/* core.lock_contenders(names) -> the contenders among names, in lock order */
+/* core.lock_contenders(names, marks) -> the contenders among names, in lock order */
 static int lock_contenders(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    int n = (int)lua_rawlen(L, 1);
-    const char **names = lua_newuserdatauv(L, sizeof *names * (size_t)(n > 0 ? n : 1), 0);
-    for (int i = 0; i < n; i++) {
-        lua_rawgeti(L, 1, i + 1);
-        names[i] = lua_tostring(L, -1); /* the table keeps the string alive */
-        lua_pop(L, 1);
-        if (!names[i])
-            return luaL_argerror(L, 1, "children must be strings");
-    }
-    int count = zkl_lock_sort_contenders(names, n);
+    int n, n_marks;
+    const char **names = string_list(L, 1, &n);
+    const char **marks = string_list(L, 2, &n_marks);
+    int count = zkl_lock_sort_contenders(names, n, marks, n_marks);
+    if (count < 0)
+        return luaL_error(L, "lock_contenders: out of memory");
     lua_createtable(L, count, 0);
     for (int i = 0; i < count; i++) {
         lua_pushstring(L, names[i]);

@@ -200,8 +200,11 @@ static void on_op(zkl_barrier *b, const zkl_event *ev)
         else
             finish(b, ZKL_BARRIER_FAILED, rc);
         break;
-    case S_ENSURE:
-        go(b, S_CREATE_OWN);
+    case S_ENSURE: /* the create of the path itself: made, there, or a parent went */
+        if (rc == ZOK || rc == ZNODEEXISTS || rc == ZNONODE)
+            go(b, S_CREATE_OWN);
+        else
+            finish(b, ZKL_BARRIER_FAILED, rc); /* it cannot be made: an ephemeral parent, ... */
         break;
     case S_EXISTS_READY:
         if (rc == ZOK) { /* ready is there already: the others are in (kazoo would wait) */

@@ -5,7 +5,8 @@
  *   Barrier: the barrier is up while <path> exists.  wait = an exists watch on <path> until
  *     it is deleted (creating and removing the node are plain ops, done by the owner).
  *   DoubleBarrier: enter creates <path>/<uuid4 hex> EPHEMERAL holding the identifier (the
- *     path is created with its parents when missing), sets an exists watch on <path>/ready
+ *     path is created with its parents when missing; when the server refuses to make it, e.g.
+ *     ZNOCHILDRENFOREPHEMERALS under an ephemeral parent, enter fails with that rc), sets an exists watch on <path>/ready
  *     and lists <path>: with >= num_clients children it creates <path>/ready (persistent),
  *     else it waits for ready to appear; an enter that finds ready already there counts as
  *     entered (kazoo's would wait for ever).  leave deletes ready, then loops: no children: done;

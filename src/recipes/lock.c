@@ -69,6 +69,8 @@ struct zkl_lock {
     int64_t czxid;    /* own node's czxid (valid with node) */
     int has_czxid;
     char *blocker;    /* the node watched while waiting */
+    char **marks;     /* foreign contenders' marks (zkl_lock_add_mark) */
+    int n_marks;
 
     uint64_t op_id, watch_id, ensure_op_id; /* what the lock waits for; 0: nothing */
     /* The listing sent right behind the create (the server answers a session's requests in
@@ -104,7 +106,23 @@ static int ends_with(const char *s, size_t len, const char *suffix)
     return len >= n && memcmp(s + len - n, suffix, n) == 0;
 }
 
-int zkl_lock_contender_kind(const char *name, const char **seq)
+/* Whether name[0..head) ends with mark, kazoo's (?:mark)(-?\d{10})$ with the digits at
+ * name + head: *seq is where the sequence (with its optional '-') starts. */
+static int marked(const char *name, size_t head, const char *mark, const char **seq)
+{
+    if (head > 0 && name[head - 1] == '-' && ends_with(name, head - 1, mark)) {
+        *seq = name + head - 1;
+        return 1;
+    }
+    if (ends_with(name, head, mark)) {
+        *seq = name + head;
+        return 1;
+    }
+    return 0;
+}
+
+int zkl_lock_contender_kind(const char *name, const char *const *marks, int n_marks,
+                            const char **seq)
 {
     size_t n = strlen(name);
     if (n < SEQ_DIGITS)
@@ -114,17 +132,20 @@ int zkl_lock_contender_kind(const char *name, const char **seq)
             return -1;
     }
     size_t head = n - SEQ_DIGITS;
-    if (head > 0 && name[head - 1] == '-')
-        head--; /* kazoo's pattern: (-?\d{10})$ */
+    const char *at = NULL;
     int kind;
-    if (ends_with(name, head, SHARED_MARK))
+    if (marked(name, head, SHARED_MARK, &at))
         kind = ZKL_LOCK_SHARED;
-    else if (ends_with(name, head, EXCLUSIVE_MARK))
+    else if (marked(name, head, EXCLUSIVE_MARK, &at))
         kind = ZKL_LOCK_EXCLUSIVE;
     else
-        return -1;
-    if (seq)
-        *seq = name + head;
+        kind = -1;
+    for (int i = 0; kind < 0 && i < n_marks; i++) {
+        if (marked(name, head, marks[i], &at))
+            kind = ZKL_LOCK_FOREIGN;
+    }
+    if (kind >= 0 && seq)
+        *seq = at;
     return kind;
 }
 
@@ -135,26 +156,32 @@ static int contender_cmp(const char *seq_a, const char *a, const char *seq_b, co
     return c != 0 ? c : strcmp(a, b);
 }
 
+/* A contender's name and where its sequence starts, for sorting. */
+typedef struct {
+    const char *name, *seq;
+} contender;
+
 static int sort_cmp(const void *pa, const void *pb)
 {
-    const char *a = *(const char *const *)pa, *b = *(const char *const *)pb;
-    const char *sa, *sb;
-    zkl_lock_contender_kind(a, &sa);
-    zkl_lock_contender_kind(b, &sb);
-    return contender_cmp(sa, a, sb, b);
+    const contender *a = pa, *b = pb;
+    return contender_cmp(a->seq, a->name, b->seq, b->name);
 }
 
-int zkl_lock_sort_contenders(const char **names, int n)
+int zkl_lock_sort_contenders(const char **names, int n, const char *const *marks, int n_marks)
 {
+    contender *found = malloc(sizeof *found * (size_t)(n > 0 ? n : 1));
+    if (!found)
+        return -1;
     int count = 0;
     for (int i = 0; i < n; i++) {
-        if (zkl_lock_contender_kind(names[i], NULL) >= 0) {
-            const char *keep = names[i];
-            names[i] = names[count];
-            names[count++] = keep;
-        }
+        const char *seq;
+        if (zkl_lock_contender_kind(names[i], marks, n_marks, &seq) >= 0)
+            found[count++] = (contender){names[i], seq};
     }
-    qsort(names, (size_t)count, sizeof *names, sort_cmp);
+    qsort(found, (size_t)count, sizeof *found, sort_cmp);
+    for (int i = 0; i < count; i++)
+        names[i] = found[i].name;
+    free(found);
     return count;
 }
 
@@ -163,7 +190,7 @@ static const char *nearest_blocker(const zkl_lock *l, char **children, int n, in
 {
     const char *own_seq;
     *found = 0;
-    if (zkl_lock_contender_kind(l->node, &own_seq) < 0)
+    if (zkl_lock_contender_kind(l->node, NULL, 0, &own_seq) < 0)
         return NULL;
     const char *best = NULL, *best_seq = NULL;
     for (int i = 0; i < n; i++) {
@@ -172,9 +199,9 @@ static const char *nearest_blocker(const zkl_lock *l, char **children, int n, in
             *found = 1;
             continue;
         }
-        int kind = zkl_lock_contender_kind(c, &seq);
+        int kind = zkl_lock_contender_kind(c, (const char *const *)l->marks, l->n_marks, &seq);
         if (kind < 0 || (l->kind == ZKL_LOCK_SHARED && kind == ZKL_LOCK_SHARED))
-            continue; /* readers do not block readers */
+            continue; /* readers do not block readers; a foreign contender blocks all */
         if (contender_cmp(seq, c, own_seq, l->node) >= 0)
             continue;
         if (!best || contender_cmp(seq, c, best_seq, best) > 0) {
@@ -599,6 +626,9 @@ static void destroy(zkl_lock *l)
     free(l->data);
     free(l->node);
     free(l->blocker);
+    for (int i = 0; i < l->n_marks; i++)
+        free(l->marks[i]);
+    free(l->marks);
     zkl_acl_free(&l->acl);
     free(l);
 }
@@ -704,6 +734,18 @@ fail:
     l->s = NULL;
     destroy(l);
     return NULL;
+}
+
+int zkl_lock_add_mark(zkl_lock *l, const char *mark)
+{
+    char **marks = realloc(l->marks, sizeof *marks * (size_t)(l->n_marks + 1));
+    if (!marks)
+        return -1;
+    l->marks = marks;
+    if (!(marks[l->n_marks] = strdup(mark)))
+        return -1;
+    l->n_marks++;
+    return 0;
 }
 
 void zkl_lock_free(zkl_lock *l)

@@ -6,7 +6,8 @@
  * with ephemeral = 0, holding the identifier.  Contenders are the children whose names end in
  * (__lock__|__rlock__)-?<10 digits>, sorted by that suffix bytewise.  An exclusive contender
  * (Lock, WriteLock) is blocked by every lower contender; a shared one (ReadLock) only by lower
- * __lock__ nodes.  A blocked contender watches the NEAREST lower blocking node and checks
+ * __lock__ nodes.  Foreign contenders (zkl_lock_add_mark: other implementations' nodes on the
+ * same path) block both.  A blocked contender watches the NEAREST lower blocking node and checks
  * again when it goes (no herd, and no kazoo #649).  The first listing is sent right behind the
  * create, without waiting for its reply (a session's requests are answered in order): an
  * uncontended acquire costs one round trip.
@@ -124,10 +125,20 @@ enum { ZKL_LOCK_NO_STATE = -1 };
 typedef void (*zkl_lock_observer)(void *ctx, int state);
 void zkl_lock_observe(zkl_lock *l, zkl_lock_observer fn, void *ctx);
 
+/* Foreign contenders (kazoo's extra_lock_patterns, e.g. go-zookeeper's "-lock-"): a child
+ * named <anything><mark>-?<10 digits> is a contender of another implementation's and blocks
+ * every acquire of this lock (readers too), ordered with the others by its sequence.  Marks
+ * are matched literally.  Add them before the first acquire: 0, or -1 (out of memory). */
+int zkl_lock_add_mark(zkl_lock *l, const char *mark);
+
 /* Contender matching, shared with whoever lists contenders: the kind of a child's name
- * (0 exclusive, 1 shared, -1 not a contender), and *seq its sequence suffix. */
-int zkl_lock_contender_kind(const char *name, const char **seq);
-/* Moves the contenders among names[0..n) to the front, sorted; returns how many. */
-int zkl_lock_sort_contenders(const char **names, int n);
+ * (ZKL_LOCK_EXCLUSIVE, ZKL_LOCK_SHARED, ZKL_LOCK_FOREIGN for one of marks[0..n_marks), -1 not
+ * a contender), and *seq its sequence suffix (with its optional '-'). */
+enum { ZKL_LOCK_FOREIGN = 2 };
+int zkl_lock_contender_kind(const char *name, const char *const *marks, int n_marks,
+                            const char **seq);
+/* Moves the contenders among names[0..n) (marks: the foreign ones too) to the front, sorted
+ * by sequence; returns how many, or -1 when out of memory. */
+int zkl_lock_sort_contenders(const char **names, int n, const char *const *marks, int n_marks);
 
 #endif

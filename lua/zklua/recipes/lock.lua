@@ -1,6 +1,7 @@
 --- zklua.recipes.lock — kazoo's Lock, WriteLock and ReadLock.
 --
 --   local lock = zk:Lock("/app/lock", "worker-1")
+--   local mixed = zk:Lock("/app/lock", "worker-1", { "-lock-" })  -- go-zookeeper holders too
 --   if lock:acquire(true, 5) then ... lock:release() end   -- LockTimeout after 5 s
 --   lock:with(function() ... end)                          -- released even on error
 --   lock:on_lost(function(l) ... end)                       -- the session expired
@@ -18,6 +19,10 @@
 --   AUTH_FAILED, and a ZooKeeper error that retries cannot fix (after its node is deleted).
 --   The timeout never ends an acquire before it has looked at the contenders once, unless
 --   the connection is down.
+-- * extra_lock_patterns (kazoo's third argument): marks of other implementations' contender
+--   nodes, e.g. go-zookeeper's "-lock-" (<anything><mark>-?<10 digits>): such a node blocks
+--   this lock (readers too) and is listed by contenders().  Matched literally: a mark with a
+--   regular expression character raises BadArgumentsError.
 -- * on_lost(fn): fn(lock) runs when a holder learns of LOST (is_acquired turns false);
 --   zk:stop() is a LOST too.
 -- * release() waits for the delete.  While disconnected it waits at most a session timeout:
@@ -63,19 +68,49 @@ local function flag(fname, value, argument, default)
   return check.flag(fname, value, argument)
 end
 
-local function new(class, kind, client, path, identifier)
+-- kazoo's extra_lock_patterns: a list of literal marks (kazoo compiles them into a regular
+-- expression; zklua matches them literally, and refuses what would mean more as a pattern).
+local function patterns_of(fname, patterns)
+  if patterns == nil then return {} end
+  if type(patterns) ~= "table" then
+    check.fail(fname, "extra_lock_patterns", "extra_lock_patterns must be a list of strings " ..
+               "(got " .. type(patterns) .. ")")
+  end
+  local marks = {}
+  for key, mark in pairs(patterns) do
+    if type(key) ~= "number" or key < 1 or key > #patterns or key ~= math.floor(key) then
+      check.fail(fname, "extra_lock_patterns", "extra_lock_patterns must be a list (got the key " ..
+                 tostring(key) .. ")")
+    end
+    if type(mark) ~= "string" or mark == "" or mark:find("%z") then
+      check.fail(fname, "extra_lock_patterns", string.format("extra_lock_patterns[%d] must " ..
+                 "be a non-empty string without NUL (got %s)", key,
+                 type(mark) == "string" and string.format("%q", mark) or type(mark)))
+    end
+    if mark:find("[%.%^%$%*%+%?%(%)%[%]{}|\\]") then
+      check.fail(fname, "extra_lock_patterns", string.format("extra_lock_patterns[%d] %q has " ..
+                 "a regular expression character: zklua matches these marks literally", key, mark))
+    end
+    marks[key] = mark
+  end
+  return marks
+end
+
+local function new(class, kind, client, path, identifier, extra_lock_patterns)
   local fname = class
   check.path(fname, path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")
   end
+  local marks = patterns_of(fname, extra_lock_patterns)
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.lock(session, path, data, kind, client:_acl())
+  local ud = core.lock(session, path, data, kind, client:_acl(), marks)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, prefix = ud:prefix(), cancelled = false,
-                              _class = class, _lock = ud, _ud = ud, _what = "lock" }, Lock)
+                              extra_lock_patterns = marks, _class = class, _lock = ud,
+                              _ud = ud, _what = "lock" }, Lock)
   base.init(self)
   self.create_path = join(path, self.prefix)
   client:_add_notify_target(ud:id(), self)
@@ -112,7 +147,7 @@ function Lock:contenders()
   local client = self.client
   usable(client, "contenders")
   client:ensure_path(self.path)
-  local names = core.lock_contenders(client:get_children(self.path))
+  local names = core.lock_contenders(client:get_children(self.path), self.extra_lock_patterns)
   local futures = {}
   for i, name in ipairs(names) do futures[i] = client:get_async(join(self.path, name)) end
   local identifiers = {}
@@ -145,16 +180,16 @@ function Lock:_notified(code)
   end
 end
 
-function recipes.Lock(client, path, identifier)
-  return new("Lock", "exclusive", client, path, identifier)
+function recipes.Lock(client, path, identifier, extra_lock_patterns)
+  return new("Lock", "exclusive", client, path, identifier, extra_lock_patterns)
 end
 
-function recipes.WriteLock(client, path, identifier)
-  return new("WriteLock", "exclusive", client, path, identifier)
+function recipes.WriteLock(client, path, identifier, extra_lock_patterns)
+  return new("WriteLock", "exclusive", client, path, identifier, extra_lock_patterns)
 end
 
-function recipes.ReadLock(client, path, identifier)
-  return new("ReadLock", "shared", client, path, identifier)
+function recipes.ReadLock(client, path, identifier, extra_lock_patterns)
+  return new("ReadLock", "shared", client, path, identifier, extra_lock_patterns)
 end
 
 recipes.class = Lock
