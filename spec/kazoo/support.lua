@@ -208,4 +208,24 @@ function support.threads(body, opts)
   return main.result
 end
 
+
+--- kazoo's threading.Event for support.threads' coroutines: ev.set(), ev.clear(),
+--- ev.is_set(), ev.wait(timeout) -> ev.is_set() (yields; without a timeout it waits at most
+--- 60 s and then raises, where kazoo would hang).
+function support.event(env)
+  local ev = { flag = false }
+  function ev.set()
+    ev.flag = true
+    env.handler.poke() -- wakes the waiters now, not at the poller's next round
+  end
+  function ev.clear() ev.flag = false end
+  function ev.is_set() return ev.flag end
+  function ev.wait(timeout)
+    local set = env.handler.wait(function() return ev.flag end, timeout or 60)
+    if not set and not timeout then error("an event was not set within 60 s", 2) end
+    return ev.flag
+  end
+  return ev
+end
+
 return support
