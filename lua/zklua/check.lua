@@ -4,6 +4,7 @@
 -- "create: path must start with '/' (got 'foo')", and whose `argument` field names it.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
+local paths = require "zklua.paths"
 
 local check = {}
 
@@ -49,6 +50,28 @@ function check.path(fname, path, argument, sequential)
   if problem then fail(fname, argument, argument .. " " .. problem .. " (got " .. shown(path) .. ")") end
   if not sequential then remember(path) end
   return path
+end
+
+-- kazoo's reading of a path that is not in ZooKeeper's form: relative ("a/b" is "/a/b"),
+-- repeated or trailing slashes ("/a//b/" is "/a/b"; a sequential create keeps its trailing
+-- "/"), "" is "/".  nil when there is no such reading ("." or ".." components).
+local function kazoo_form(path, sequential)
+  local ok, normal = pcall(paths.normpath, path, sequential == true)
+  if not ok then return nil end
+  if normal:sub(1, 1) ~= "/" then normal = "/" .. normal end
+  return normal
+end
+
+--- A path of a client call (zk:get, a transaction, a DataWatch...), read as kazoo reads it:
+-- relative paths, repeated and trailing slashes are normalised (kazoo_form above); returns
+-- the path to send.  Anything else is check.path's.  (Recipes take check.path's strict form.)
+function check.kazoo_path(fname, path, argument, sequential)
+  if known_paths[path] then return path end
+  if type(path) == "string" and core.path_problem(path, sequential) then
+    local normal = kazoo_form(path, sequential)
+    if normal and not core.path_problem(normal, sequential) then return normal end
+  end
+  return check.path(fname, path, argument, sequential)
 end
 
 --- A node value: a string (binary-safe) or nil (empty), within the server's packet limit.
@@ -148,7 +171,8 @@ function check.acls(fname, acls, argument)
     fail(fname, argument, argument .. " must be a non-empty list of ACLs (got " ..
          shown(acls) .. ")")
   end
-  for i, acl in ipairs(acls) do
+  for i = 1, #acls do -- not ipairs: a hole ({nil, acl}) must not end the check early
+    local acl = acls[i]
     local where = argument .. "[" .. i .. "]"
     if type(acl) ~= "table" then fail(fname, argument, where .. " must be an ACL table") end
     local perms = acl.perms

@@ -756,7 +756,7 @@ end
 function Client:create_async(path, value, opts)
   opts = check.options("create", opts, CREATE_OPTIONS)
   local flags, ttl = create_mode(opts)
-  check.path("create", path, "path", opts.sequence)
+  path = check.kazoo_path("create", path, "path", opts.sequence)
   value = check.data("create", value, path)
   local acl = opts.acl and next(opts.acl) ~= nil and check.acls("create", opts.acl) or self:_acl()
   self:_usable_session("create")
@@ -790,7 +790,7 @@ function Client:create(path, value, opts)
   -- a create's path is new every time: ask the C check directly, check.path explains
   local sequential = flags >= FLAG_SEQUENCE
   if type(path) ~= "string" or path_problem(path, sequential) then
-    check.path("create", path, "path", sequential)
+    path = check.kazoo_path("create", path, "path", sequential)
   end
   if value ~= nil and (type(value) ~= "string" or #value + #path > VALUE_ROOM) then
     value = check.data("create", value, path)
@@ -817,7 +817,7 @@ end
 
 --- ensure_path_async(path, acl) -> future of true once path and its parents exist
 function Client:ensure_path_async(path, acl)
-  check.path("ensure_path", path)
+  path = check.kazoo_path("ensure_path", path)
   if acl ~= nil and (type(acl) ~= "table" or next(acl) ~= nil) then
     check.acls("ensure_path", acl)
   end
@@ -848,14 +848,14 @@ end
 
 --- exists_async(path, watch) -> future of the stat, or nil when there is no node
 function Client:exists_async(path, watch)
-  check.path("exists", path)
+  path = check.kazoo_path("exists", path)
   check.watch("exists", watch)
   local session = self:_usable_session("exists")
   return self:_track(S.exists(session, path, watch ~= nil), path, watch)
 end
 
 function Client:exists(path, watch)
-  if not known_paths[path] then check.path("exists", path) end
+  if not known_paths[path] then path = check.kazoo_path("exists", path) end
   if watch ~= nil then check.watch("exists", watch) end
   local session = self._session
   if not session or self._stopped or self.client_state ~= "CONNECTED" then
@@ -867,7 +867,7 @@ end
 
 --- get_async(path, watch) -> future of data, stat
 function Client:get_async(path, watch)
-  if not known_paths[path] then check.path("get", path) end
+  if not known_paths[path] then path = check.kazoo_path("get", path) end
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
   if not session or self._stopped or self.client_state ~= "CONNECTED" then
@@ -877,7 +877,7 @@ function Client:get_async(path, watch)
 end
 
 function Client:get(path, watch)
-  if not known_paths[path] then check.path("get", path) end
+  if not known_paths[path] then path = check.kazoo_path("get", path) end
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
   if not session or self._stopped or self.client_state ~= "CONNECTED" then
@@ -897,7 +897,7 @@ end
 
 --- get_children_async(path, watch, include_data) -> future of the children (and the stat)
 function Client:get_children_async(path, watch, include_data)
-  check.path("get_children", path)
+  path = check.kazoo_path("get_children", path)
   check.watch("get_children", watch)
   include_data = check.flag("get_children", include_data, "include_data")
   local session = self:_usable_session("get_children")
@@ -911,7 +911,7 @@ function Client:get_children_async(path, watch, include_data)
 end
 
 function Client:get_children(path, watch, include_data)
-  if not known_paths[path] then check.path("get_children", path) end
+  if not known_paths[path] then path = check.kazoo_path("get_children", path) end
   if watch ~= nil then check.watch("get_children", watch) end
   if include_data ~= nil then
     include_data = check.flag("get_children", include_data, "include_data")
@@ -928,7 +928,7 @@ end
 
 --- set_async(path, value, version) -> future of the new stat
 function Client:set_async(path, value, version)
-  check.path("set", path)
+  path = check.kazoo_path("set", path)
   value = check.data("set", value, path)
   version = check.version("set", version)
   local session = self:_usable_session("set")
@@ -936,7 +936,7 @@ function Client:set_async(path, value, version)
 end
 
 function Client:set(path, value, version)
-  if not known_paths[path] then check.path("set", path) end
+  if not known_paths[path] then path = check.kazoo_path("set", path) end
   if value ~= nil and (type(value) ~= "string" or #value + #path > VALUE_ROOM) then
     value = check.data("set", value, path)
   end
@@ -950,7 +950,7 @@ end
 
 --- delete_async(path, version) -> future of true
 function Client:delete_async(path, version)
-  check.path("delete", path)
+  path = check.kazoo_path("delete", path)
   version = check.version("delete", version)
   local session = self:_usable_session("delete")
   return self:_track(S.delete(session, path, version), path)
@@ -980,12 +980,12 @@ end
 function Client:delete(path, version, recursive)
   recursive = check.flag("delete", recursive, "recursive")
   if not recursive then
-    check.path("delete", path)
+    path = check.kazoo_path("delete", path)
     version = check.version("delete", version)
     local session = self:_usable_session("delete")
     return (self:_call(session, S.delete_now, S.delete, path, nil, path, version))
   end
-  check.path("delete", path)
+  path = check.kazoo_path("delete", path)
   check.version("delete", version)
   if version ~= nil and version ~= -1 then
     check.fail("delete", "version", "a recursive delete cannot check a version")
@@ -998,7 +998,7 @@ end
 
 --- get_acls_async(path) -> future of acls, stat
 function Client:get_acls_async(path)
-  check.path("get_acls", path)
+  path = check.kazoo_path("get_acls", path)
   local session = self:_usable_session("get_acls")
   return self:_track(session:get_acl(path), path)
 end
@@ -1009,7 +1009,7 @@ end
 
 --- set_acls_async(path, acls, version) -> future of the node's stat after the change
 function Client:set_acls_async(path, acls, version)
-  check.path("set_acls", path)
+  path = check.kazoo_path("set_acls", path)
   if type(acls) ~= "table" or next(acls) ~= nil then -- an empty list: the server refuses it
     check.acls("set_acls", acls, "acls")
   end
@@ -1030,7 +1030,7 @@ end
 
 --- sync_async(path) -> future of the path, once the server caught up with the leader
 function Client:sync_async(path)
-  check.path("sync", path)
+  path = check.kazoo_path("sync", path)
   local session = self:_usable_session("sync")
   return self:_track(session:sync(path), path)
 end

@@ -9,13 +9,17 @@
 -- (zklua.check does that before a call).  A non-string argument raises BadArgumentsError
 -- naming the function; normpath refuses "." and ".." components (BadArgumentsError, as
 -- kazoo's ValueError), since ZooKeeper paths have no relative form.
-local check = require "zklua.check"
+local errors = require "zklua.errors"
 
 local paths = {}
 
+local function fail(fname, argument, message)
+  errors.raise(errors.BadArgumentsError, fname .. ": " .. message, nil, { argument = argument })
+end
+
 local function string_arg(fname, value, argument)
   if type(value) ~= "string" then
-    check.fail(fname, argument, argument .. " must be a string (got " .. type(value) .. ")")
+    fail(fname, argument, argument .. " must be a string (got " .. type(value) .. ")")
   end
   return value
 end
@@ -28,7 +32,7 @@ function paths.normpath(path, trailing)
   local comps = {}
   for comp in path:gmatch("[^/]+") do
     if comp == "." or comp == ".." then
-      check.fail("normpath", "path", "relative paths not allowed (got " .. string.format("%q", path) .. ")")
+      fail("normpath", "path", "relative paths not allowed (got " .. string.format("%q", path) .. ")")
     end
     comps[#comps + 1] = comp
   end

@@ -38,7 +38,7 @@ local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boole
 --- create(path, value, {acl, ephemeral, sequence})
 function Transaction:create(path, value, opts)
   opts = check.options("create", opts, CREATE_OPTIONS)
-  check.path("create", path, "path", opts.sequence)
+  path = check.kazoo_path("create", path, "path", opts.sequence)
   value = check.data("create", value, path)
   local acl = opts.acl and next(opts.acl) ~= nil and check.acls("create", opts.acl) or self.client:_acl()
   local flags = (opts.ephemeral and 1 or 0) + (opts.sequence and 2 or 0)
@@ -46,19 +46,19 @@ function Transaction:create(path, value, opts)
 end
 
 function Transaction:delete(path, version)
-  check.path("delete", path)
+  path = check.kazoo_path("delete", path)
   add(self, { kind = "delete", path = path, version = check.version("delete", version) })
 end
 
 function Transaction:set_data(path, value, version)
-  check.path("set_data", path)
+  path = check.kazoo_path("set_data", path)
   value = check.data("set_data", value, path)
   add(self, { kind = "set", path = path, value = value,
               version = check.version("set_data", version) })
 end
 
 function Transaction:check(path, version)
-  check.path("check", path)
+  path = check.kazoo_path("check", path)
   if version == nil then check.fail("check", "version", "check needs a version") end
   add(self, { kind = "check", path = path, version = check.version("check", version) })
 end

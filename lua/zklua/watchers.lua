@@ -115,7 +115,7 @@ function DataWatch.__call(watch, func)
 end
 
 function watchers.DataWatch(client, path, func, opts)
-  check.path("DataWatch", path)
+  path = check.kazoo_path("DataWatch", path)
   check.options("DataWatch", opts, {})
   local watch = setmetatable({ client = client, path = path, kind = "DataWatch",
                                stopped = false, armed = false, called = false, fetches = 0 },
@@ -211,7 +211,7 @@ function ChildrenWatch.__call(watch, func)
 end
 
 function watchers.ChildrenWatch(client, path, func, opts)
-  check.path("ChildrenWatch", path)
+  path = check.kazoo_path("ChildrenWatch", path)
   opts = check.options("ChildrenWatch", opts, { send_event = "boolean",
                                                allow_session_lost = "boolean" })
   local watch = setmetatable({
