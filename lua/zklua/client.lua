@@ -670,15 +670,16 @@ end
 --- The session, or raises ConnectionClosedError naming fname when the client is not started
 -- or closed (recipes call it too).
 function Client:_usable_session(fname)
+  local client_state = self.client_state
+  if client_state == "AUTH_FAILED" and self._session then -- as kazoo, the state first: no
+    errors.raise(errors.AuthFailedError, fname .. ": the server refused the client's auth " ..
+                 "(stop() and start() with other credentials)") -- call waits for a session
+  end
   if not self._session or self._stopped then
     errors.raise(errors.ConnectionClosedError, fname .. ": the client is " ..
                  (self._session and "not started" or "closed"))
   end
-  local client_state = self.client_state
-  if client_state == "AUTH_FAILED" then -- as kazoo: no call waits for a session to come
-    errors.raise(errors.AuthFailedError, fname .. ": the server refused the client's auth " ..
-                 "(stop() and start() with other credentials)")
-  elseif client_state == "EXPIRED_SESSION" then -- as kazoo, until the new session is there
+  if client_state == "EXPIRED_SESSION" then -- as kazoo, until the new session is there
     errors.raise(errors.SessionExpiredError, fname .. ": the session expired")
   end
   return self._session
@@ -870,9 +871,8 @@ function Client:get_async(path, watch)
   if not known_paths[path] then path = check.kazoo_path("get", path) end
   if watch ~= nil then check.watch("get", watch) end
   local session = self._session
-  if not session or self._stopped or self.client_state ~= "CONNECTED" then
-    session = self:_usable_session("get")
-  end
+  -- (no client_state check: as kazoo's, a future fails with AuthFailedError, C says so)
+  if not session or self._stopped then session = self:_usable_session("get") end
   return self:_track(S.get(session, path, watch ~= nil), path, watch)
 end
 
