@@ -17,6 +17,13 @@ local raises = helpers.raises
 local unpack = table.unpack or unpack -- luacheck: ignore unpack
 local BadArguments = errors.BadArgumentsError
 
+local function contains(list, value)
+  for _, v in ipairs(list) do
+    if v == value then return true end
+  end
+  return false
+end
+
 local function same_acl(a, b)
   return a.perms == b.perms and a.id.scheme == b.id.scheme and a.id.id == b.id.id
 end
@@ -740,6 +747,14 @@ describe("test_client.py", function()
     raises(BadArguments, client.set_acls, client, "a", { single_acl }, "V1")
   end)
 
+  it("TestClient::test_set", function()
+    local client = h.client
+    client:create("a", "first")
+    local stat = client:set("a", "second")
+    local data, stat2 = client:get("a")
+    assert.are.equal("second", data)
+    assert.are.same(stat:asdict(), stat2:asdict())
+  end)
 
   it("test_set_null_data", function()
     local client = h.client
@@ -757,8 +772,30 @@ describe("test_client.py", function()
     assert.are.equal("", value)
   end)
 
+  it("test_set_invalid_arguments", function()
+    local client = h.client
+    client:create("a", "first")
+    raises(BadArguments, client.set, client, { "a", "b" }, "value")
+    raises(BadArguments, client.set, client, "a", { "v", "w" })
+    raises(BadArguments, client.set, client, "a", "value", "V1")
+  end)
 
+  it("test_delete", function()
+    local client = h.client
+    client:ensure_path("/a/b")
+    assert.is_true(contains(client:get_children("a"), "b"))
+    client:delete("/a/b")
+    assert.is_false(contains(client:get_children("a"), "b"))
+  end)
 
+  it("test_delete_recursive", function()
+    local client = h.client
+    client:ensure_path("/a/b/c")
+    client:ensure_path("/a/b/d")
+    client:delete("/a/b", nil, true)
+    client:delete("/a/b/c", nil, true)
+    assert.is_false(contains(client:get_children("a"), "b"))
+  end)
 
   it("test_delete_invalid_arguments", function()
     local client = h.client
@@ -999,6 +1036,15 @@ describe("test_client.py", function()
 
   -- TestNonChrootClient
 
+  it("TestNonChrootClient::test_create", function()
+    local client = h:get_nonchroot_client()
+    assert.are.equal("", client.chroot)
+    client:start()
+    local node = support.uuid()
+    local path = client:create(node, nil, { ephemeral = true })
+    client:delete(path)
+    client:stop()
+  end)
 
   it("test_unchroot", function()
     local client = h:get_nonchroot_client()
