@@ -1105,7 +1105,9 @@ function Client:_add_notify_target(id, object)
   self._notify_targets[id] = object
 end
 
---- A kazoo Lock (zklua.recipes.lock): exclusive.
+--- A kazoo Lock (zklua.recipes.lock): exclusive.  The third argument: kazoo's
+-- extra_lock_patterns, or {layout = "kazoo" | "curator", container = bool,
+-- extra_lock_patterns = {...}} (Curator's InterProcessMutex layout; container parents).
 function Client:Lock(path, identifier, extra_lock_patterns)
   return require("zklua.recipes.lock").Lock(self, path, identifier, extra_lock_patterns)
 end
@@ -1121,9 +1123,10 @@ function Client:WriteLock(path, identifier, extra_lock_patterns)
 end
 
 --- A kazoo Election (zklua.recipes.election): a Lock on path; run(fn), or the latch form
--- start()/await()/on_leader()/stop().
-function Client:Election(path, identifier)
-  return require("zklua.recipes.election").Election(self, path, identifier)
+-- start()/await()/on_leader()/stop().  opts: {layout = "kazoo" | "curator", container = bool}
+-- (layout = "curator": a member of Curator's LeaderLatch on path).
+function Client:Election(path, identifier, opts)
+  return require("zklua.recipes.election").Election(self, path, identifier, opts)
 end
 
 --- A kazoo Counter (zklua.recipes.counter): default 0 (int) or a float; opts.support_curator.

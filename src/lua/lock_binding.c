@@ -1,7 +1,9 @@
 /*
  * lock_binding.c — the zklua.core lock userdata: a thin wrapper over src/recipes/lock.c.
  *
- *   core.lock(session, path, identifier, "exclusive" | "shared", acl, {mark, ...}) -> lock
+ *   core.lock(session, path, identifier, kind, acl, {mark, ...}, container_parents) -> lock,
+ *     kind "exclusive" | "shared" | "curator-mutex" | "curator-latch"; container_parents nil:
+ *     the kind's default (containers for the Curator kinds)
  *   lock:acquire(blocking, ephemeral) -> true, or nil and "held" | "busy" | "closed"
  *   lock:release() -> true when a release started (it was held)
  *   lock:release_in_background(): stop counting a release under way as held
@@ -10,8 +12,8 @@
  *   lock:outcome() -> "pending" | "got" | "busy" | "cancelled" | "gave_up" | "failed", rc
  *   lock:release_rc(), lock:checked(), lock:is_held(), lock:node(), lock:prefix(),
  *   lock:fencing_token(), lock:id(), lock:inflight()
- *   core.lock_contenders({child, ...}, {mark, ...}) -> the contender names among them (marks:
- *   foreign contenders too, see zkl_lock_add_mark), in lock order
+ *   core.lock_contenders({child, ...}, {mark, ...}, kind) -> the contender names among them
+ *   for a lock of kind (marks: foreign contenders too, see zkl_lock_add_mark), in lock order
  *
  * Contract (SUSPENDED, LOST, stop, the notify codes): src/recipes/lock.h; this file only
  * converts.  lua/zklua/recipes/lock.lua waits, times out and talks to the user; no Lua is ever
@@ -48,16 +50,24 @@ static const char **string_list(lua_State *L, int idx, int *n)
     return strings;
 }
 
-/* core.lock(session, path, identifier, kind, acl, marks) */
+/* The lock kind named at idx (default "exclusive"). */
+static zkl_lock_kind check_kind(lua_State *L, int idx)
+{
+    static const char *const names[] = {"exclusive", "shared", "curator-mutex", "curator-latch",
+                                        NULL};
+    static const zkl_lock_kind kinds[] = {ZKL_LOCK_EXCLUSIVE, ZKL_LOCK_SHARED,
+                                          ZKL_LOCK_CURATOR_MUTEX, ZKL_LOCK_CURATOR_LATCH};
+    return kinds[luaL_checkoption(L, idx, "exclusive", names)];
+}
+
+/* core.lock(session, path, identifier, kind, acl, marks, container_parents) */
 static int lock_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     int len;
     const char *data = zkl_recipe_identifier(L, 3, &len);
-    static const char *const kinds[] = {"exclusive", "shared", NULL};
-    zkl_lock_kind kind = luaL_checkoption(L, 4, "exclusive", kinds) == 1 ? ZKL_LOCK_SHARED
-                                                                         : ZKL_LOCK_EXCLUSIVE;
+    zkl_lock_kind kind = check_kind(L, 4);
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
     int n_marks;
     const char **marks = string_list(L, 6, &n_marks);
@@ -69,6 +79,8 @@ static int lock_new(lua_State *L)
             l = NULL;
         }
     }
+    if (l && !lua_isnoneornil(L, 7))
+        zkl_lock_container_parents(l, lua_toboolean(L, 7));
     return zkl_recipe_box_set(L, &LOCK_TYPE, box, l, slot);
 }
 
@@ -126,7 +138,7 @@ static int lock_contenders(lua_State *L)
     int n, n_marks;
     const char **names = string_list(L, 1, &n);
     const char **marks = string_list(L, 2, &n_marks);
-    int count = zkl_lock_sort_contenders(names, n, marks, n_marks);
+    int count = zkl_lock_layout_sort_contenders(check_kind(L, 3), names, n, marks, n_marks);
     if (count < 0)
         return luaL_error(L, "lock_contenders: out of memory");
     lua_createtable(L, count, 0);

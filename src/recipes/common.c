@@ -67,6 +67,12 @@ char *zkl_join_path(const char *parent, const char *name)
 int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *acl,
                     const zkl_route *route, long *inflight, uint64_t *last_id)
 {
+    return zkl_create_path_mode(s, path, acl, ZOO_PERSISTENT, route, inflight, last_id);
+}
+
+int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vector *acl,
+                         int mode, const zkl_route *route, long *inflight, uint64_t *last_id)
+{
     *last_id = 0;
     char *buf = strdup(path);
     if (!buf)
@@ -76,7 +82,7 @@ int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *a
             continue;
         char c = *p;
         *p = '\0';
-        uint64_t id = zkl_op_create(s, buf, "", 0, acl, ZOO_PERSISTENT, 0, route);
+        uint64_t id = zkl_op_create(s, buf, "", 0, acl, mode, 0, route);
         if (id != 0)
             (*inflight)++;
         if (c == '\0') {

@@ -46,5 +46,8 @@ char *zkl_join_path(const char *parent, const char *name);
  * 0, or -1 when out of memory before anything was submitted (*last_id 0). */
 int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *acl,
                     const zkl_route *route, long *inflight, uint64_t *last_id);
+/* The same with each node created in mode (ZOO_PERSISTENT, or ZOO_CONTAINER). */
+int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vector *acl,
+                         int mode, const zkl_route *route, long *inflight, uint64_t *last_id);
 
 #endif

@@ -25,6 +25,11 @@ enum { SEQ_DIGITS = 10 };
 
 static const char EXCLUSIVE_MARK[] = "__lock__";
 static const char SHARED_MARK[] = "__rlock__";
+/* Curator: LockInternals' lock names, and the protection prefix of CreateBuilder */
+static const char CURATOR_MUTEX_MARK[] = "lock-";
+static const char CURATOR_LATCH_MARK[] = "latch-";
+static const char CURATOR_PROTECTED[] = "_c_";
+enum { UUID_TEXT_LEN = 36 }; /* 8-4-4-4-12 */
 
 typedef enum {
     STEP_NONE,
@@ -42,6 +47,7 @@ struct zkl_lock {
     zkl_route route;
     uint64_t id;
     zkl_lock_kind kind;
+    int container_parents; /* a missing path is made of containers */
     char *path;        /* the lock's path */
     char *prefix;      /* "<uuid hex>__lock__" */
     char *create_path; /* path + "/" + prefix */
@@ -149,6 +155,47 @@ int zkl_lock_contender_kind(const char *name, const char *const *marks, int n_ma
     return kind;
 }
 
+static int is_curator(zkl_lock_kind kind)
+{
+    return kind == ZKL_LOCK_CURATOR_MUTEX || kind == ZKL_LOCK_CURATOR_LATCH;
+}
+
+/* Curator's contenders: <anything><mark><10 digits>, all exclusive; *seq: the digits. */
+static int curator_contender(const char *mark, const char *name, const char **seq)
+{
+    size_t n = strlen(name), m = strlen(mark);
+    if (n < SEQ_DIGITS + m)
+        return -1;
+    for (size_t i = n - SEQ_DIGITS; i < n; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return -1;
+    }
+    if (memcmp(name + n - SEQ_DIGITS - m, mark, m) != 0)
+        return -1;
+    if (seq)
+        *seq = name + n - SEQ_DIGITS;
+    return ZKL_LOCK_EXCLUSIVE;
+}
+
+/* A child's contender kind for a lock of kind: kazoo's layout, or a Curator one (its own
+ * nodes exclusive; foreign marks still count, kazoo's nodes do not). */
+static int layout_contender(zkl_lock_kind kind, const char *name, const char *const *marks,
+                            int n_marks, const char **seq)
+{
+    if (!is_curator(kind))
+        return zkl_lock_contender_kind(name, marks, n_marks, seq);
+    const char *mark = kind == ZKL_LOCK_CURATOR_LATCH ? CURATOR_LATCH_MARK : CURATOR_MUTEX_MARK;
+    if (curator_contender(mark, name, seq) >= 0)
+        return ZKL_LOCK_EXCLUSIVE;
+    const char *at;
+    if (n_marks > 0 && zkl_lock_contender_kind(name, marks, n_marks, &at) == ZKL_LOCK_FOREIGN) {
+        if (seq)
+            *seq = at;
+        return ZKL_LOCK_FOREIGN;
+    }
+    return -1;
+}
+
 /* Contender order: by sequence suffix, bytewise (strcmp compares unsigned chars). */
 static int contender_cmp(const char *seq_a, const char *a, const char *seq_b, const char *b)
 {
@@ -169,13 +216,19 @@ static int sort_cmp(const void *pa, const void *pb)
 
 int zkl_lock_sort_contenders(const char **names, int n, const char *const *marks, int n_marks)
 {
+    return zkl_lock_layout_sort_contenders(ZKL_LOCK_EXCLUSIVE, names, n, marks, n_marks);
+}
+
+int zkl_lock_layout_sort_contenders(zkl_lock_kind kind, const char **names, int n,
+                                    const char *const *marks, int n_marks)
+{
     contender *found = malloc(sizeof *found * (size_t)(n > 0 ? n : 1));
     if (!found)
         return -1;
     int count = 0;
     for (int i = 0; i < n; i++) {
         const char *seq;
-        if (zkl_lock_contender_kind(names[i], marks, n_marks, &seq) >= 0)
+        if (layout_contender(kind, names[i], marks, n_marks, &seq) >= 0)
             found[count++] = (contender){names[i], seq};
     }
     qsort(found, (size_t)count, sizeof *found, sort_cmp);
@@ -190,7 +243,7 @@ static const char *nearest_blocker(const zkl_lock *l, char **children, int n, in
 {
     const char *own_seq;
     *found = 0;
-    if (zkl_lock_contender_kind(l->node, NULL, 0, &own_seq) < 0)
+    if (layout_contender(l->kind, l->node, NULL, 0, &own_seq) < 0)
         return NULL;
     const char *best = NULL, *best_seq = NULL;
     for (int i = 0; i < n; i++) {
@@ -199,7 +252,7 @@ static const char *nearest_blocker(const zkl_lock *l, char **children, int n, in
             *found = 1;
             continue;
         }
-        int kind = zkl_lock_contender_kind(c, (const char *const *)l->marks, l->n_marks, &seq);
+        int kind = layout_contender(l->kind, c, (const char *const *)l->marks, l->n_marks, &seq);
         if (kind < 0 || (l->kind == ZKL_LOCK_SHARED && kind == ZKL_LOCK_SHARED))
             continue; /* readers do not block readers; a foreign contender blocks all */
         if (contender_cmp(seq, c, own_seq, l->node) >= 0)
@@ -302,7 +355,9 @@ static uint64_t submit_create(zkl_lock *l)
 {
     if (l->need_ensure && strcmp(l->path, "/") != 0) {
         uint64_t last;
-        if (zkl_create_path(l->s, l->path, &l->acl, &l->route, &l->inflight, &last) != 0)
+        if (zkl_create_path_mode(l->s, l->path, &l->acl,
+                                 l->container_parents ? ZOO_CONTAINER : ZOO_PERSISTENT,
+                                 &l->route, &l->inflight, &last) != 0)
             return 0;
         l->ensure_rc = ZOK;
         l->ensure_op_id = last;
@@ -699,6 +754,22 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
 
 /* ---------------------------------------------------------------- public */
 
+/* The longest prefix: Curator's "_c_" + uuid text + "-" + "latch-" (kazoo's is shorter). */
+enum { PREFIX_SIZE = sizeof CURATOR_PROTECTED + UUID_TEXT_LEN + 1 + sizeof CURATOR_LATCH_MARK };
+
+/* kazoo: "<uuid hex>__lock__" (or __rlock__); Curator: "_c_<8-4-4-4-12 uuid>-lock-" (or
+ * latch-), the name Curator's protected create gives (and looks its node up by). */
+static void make_prefix(char out[PREFIX_SIZE], zkl_lock_kind kind, const char *hex)
+{
+    if (!is_curator(kind)) {
+        snprintf(out, PREFIX_SIZE, "%s%s", hex, kind == ZKL_LOCK_SHARED ? SHARED_MARK : EXCLUSIVE_MARK);
+        return;
+    }
+    snprintf(out, PREFIX_SIZE, "%s%.8s-%.4s-%.4s-%.4s-%.12s-%s", CURATOR_PROTECTED, hex, hex + 8,
+             hex + 12, hex + 16, hex + 20,
+             kind == ZKL_LOCK_CURATOR_LATCH ? CURATOR_LATCH_MARK : CURATOR_MUTEX_MARK);
+}
+
 zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int len,
                        zkl_lock_kind kind, const struct ACL_vector *acl)
 {
@@ -711,18 +782,18 @@ zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int l
     l->id = zkl_session_new_target(s);
     l->kind = kind;
     l->release_rc = ZOK;
+    l->container_parents = is_curator(kind);
     char uuid[ZKL_UUID_HEX_LEN + 1];
-    const char *mark = kind == ZKL_LOCK_SHARED ? SHARED_MARK : EXCLUSIVE_MARK;
     l->path = strdup(path);
     l->data = malloc(len > 0 ? (size_t)len : 1);
-    l->prefix = malloc(sizeof uuid + sizeof SHARED_MARK);
+    l->prefix = malloc(PREFIX_SIZE);
     if (!l->path || !l->data || !l->prefix || zkl_uuid4_hex(uuid) != 0 ||
         zkl_acl_copy(&l->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
         goto fail;
     if (len > 0)
         memcpy(l->data, data, (size_t)len);
     l->data_len = len > 0 ? len : 0;
-    snprintf(l->prefix, sizeof uuid + sizeof SHARED_MARK, "%s%s", uuid, mark);
+    make_prefix(l->prefix, kind, uuid);
     l->create_path = zkl_join_path(path, l->prefix);
     if (!l->create_path || zkl_session_add_state_listener(s, on_state, l) != 0)
         goto fail;
@@ -734,6 +805,11 @@ fail:
     l->s = NULL;
     destroy(l);
     return NULL;
+}
+
+void zkl_lock_container_parents(zkl_lock *l, int on)
+{
+    l->container_parents = on != 0;
 }
 
 int zkl_lock_add_mark(zkl_lock *l, const char *mark)

@@ -12,6 +12,18 @@
  * create, without waiting for its reply (a session's requests are answered in order): an
  * uncontended acquire costs one round trip.
  *
+ * Curator layouts (kinds ZKL_LOCK_CURATOR_MUTEX and ZKL_LOCK_CURATOR_LATCH), shared with
+ * Curator 5.4 processes: the node is <path>/_c_<uuid, 8-4-4-4-12>-lock-<seq> (InterProcessMutex,
+ * LockInternals with protection) or ...-latch-<seq> (LeaderLatch), EPHEMERAL|SEQUENTIAL,
+ * holding the identifier; contenders are the children whose names end in lock-<10 digits>
+ * (latch-<10 digits>), sorted by those digits as Curator's StandardLockInternalsDriver sorts
+ * them, and each is blocked by every lower one: the lowest holds the mutex, or leads.
+ *
+ * Container parents (zkl_lock_container_parents; on by default for the Curator layouts, as
+ * Curator's creatingParentContainersIfNeeded): a missing path is made of container nodes,
+ * which the server deletes once their last child went.  A create that finds the path gone
+ * meanwhile (NONODE) makes it again, as for any missing path.
+ *
  * Everything runs on the session's owner thread: ops are submitted with a route and their
  * results (and watches) come back inside zkl_session_next().  The owner drives the lock with
  * acquire/release/cancel/give_up and reads its phase; it waits (and times out) itself.
@@ -53,7 +65,9 @@ typedef struct zkl_lock zkl_lock;
 
 typedef enum {
     ZKL_LOCK_EXCLUSIVE = 0, /* Lock and WriteLock: __lock__ nodes */
-    ZKL_LOCK_SHARED = 1     /* ReadLock: __rlock__ nodes */
+    ZKL_LOCK_SHARED = 1,        /* ReadLock: __rlock__ nodes */
+    ZKL_LOCK_CURATOR_MUTEX = 3, /* Curator's InterProcessMutex: _c_<uuid>-lock- nodes */
+    ZKL_LOCK_CURATOR_LATCH = 4  /* Curator's LeaderLatch: _c_<uuid>-latch- nodes */
 } zkl_lock_kind;
 
 typedef enum {
@@ -83,6 +97,8 @@ enum {
  * NULL when out of memory or when no random uuid could be read (errno set). */
 zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int len,
                        zkl_lock_kind kind, const struct ACL_vector *acl);
+/* Whether a missing path is made of container nodes (see above); before an acquire. */
+void zkl_lock_container_parents(zkl_lock *l, int on);
 /* The owner lets go: see "orphaned" above. */
 void zkl_lock_free(zkl_lock *l);
 /* The session was freed (after it delivered every routed event): never touch it again. */
@@ -140,5 +156,9 @@ int zkl_lock_contender_kind(const char *name, const char *const *marks, int n_ma
 /* Moves the contenders among names[0..n) (marks: the foreign ones too) to the front, sorted
  * by sequence; returns how many, or -1 when out of memory. */
 int zkl_lock_sort_contenders(const char **names, int n, const char *const *marks, int n_marks);
+/* The same for a lock of kind: a Curator kind's contenders are its layout's (exclusive), and
+ * the foreign ones of marks. */
+int zkl_lock_layout_sort_contenders(zkl_lock_kind kind, const char **names, int n,
+                                    const char *const *marks, int n_marks);
 
 #endif

@@ -14,6 +14,10 @@
 -- src/recipes/lock.c (its contract, SUSPENDED and LOST included: src/recipes/lock.h), so kazoo
 -- Elections, kazoo Locks and zklua members of one path exclude each other.  The leader is the
 -- contender with the lowest sequence.  `election.lock` is that Lock.
+-- opts {layout = "curator"}: the Lock is on Curator's LeaderLatch nodes instead
+-- (`_c_<uuid>-latch-<seq>` holding the identifier, containers for a missing path), so zklua
+-- members and Curator LeaderLatch members of one path elect one leader among them; Curator
+-- reads a zklua member's identifier as its participant id.  opts.container as Lock's.
 --
 -- * run(fn, ...) -> true, fn's results: blocks until elected, calls fn(...), then releases
 --   leadership, also when fn raises (the error is re-raised after the release).  When cancel()
@@ -292,14 +296,14 @@ function Election:contenders()
   return self.lock:contenders()
 end
 
-function recipes.Election(client, path, identifier)
+function recipes.Election(client, path, identifier, opts)
   check.path("Election", path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail("Election", "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")
   end
   check.value("Election", identifier, path, "identifier")
-  local lock = locks.Lock(client, path, identifier)
+  local lock = locks.ElectionLock(client, path, identifier, opts)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               lock = lock, _ud = lock._lock, _leading = false,
                               _leader_callbacks = {}, _lost_callbacks = {} }, Election)

@@ -23,6 +23,12 @@
 --   nodes, e.g. go-zookeeper's "-lock-" (<anything><mark>-?<10 digits>): such a node blocks
 --   this lock (readers too) and is listed by contenders().  Matched literally: a mark with a
 --   regular expression character raises BadArgumentsError.
+-- * The third argument may instead be an options table {layout = "kazoo" (default) |
+--   "curator", container = bool, extra_lock_patterns = {...}}.  layout = "curator" (Lock
+--   only): Curator's InterProcessMutex nodes (_c_<uuid>-lock-<seq>), so zklua and Curator
+--   processes exclude each other on one path.  container = true makes a missing lock path of
+--   container nodes, which the server deletes once the last contender left (default: true
+--   with layout = "curator", as Curator; false with kazoo's).
 -- * on_lost(fn): fn(lock) runs when a holder learns of LOST (is_acquired turns false);
 --   zk:stop() is a LOST too.
 -- * release() waits for the delete.  While disconnected it waits at most a session timeout:
@@ -96,21 +102,50 @@ local function patterns_of(fname, patterns)
   return marks
 end
 
-local function new(class, kind, client, path, identifier, extra_lock_patterns)
-  local fname = class
+local OPTIONS = { layout = "string", container = "boolean", extra_lock_patterns = "table" }
+local LAYOUTS = { kazoo = true, curator = true }
+
+-- Whether the third argument is an options table (string keys) rather than kazoo's list.
+local function is_options(arg)
+  return type(arg) == "table" and type(next(arg)) == "string"
+end
+
+--- The C lock kind, layout and container choice for fname's opts, checked; curator_kind:
+--- the Curator kind of this class, nil when it has none.
+local function kind_of(fname, kind, opts, curator_kind)
+  local layout = opts.layout or "kazoo"
+  if not LAYOUTS[layout] then
+    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
+               string.format("%q", layout) .. ")")
+  end
+  if layout == "curator" then
+    if not curator_kind then
+      check.fail(fname, "layout", fname .. " has no Curator layout (Lock and Election have)")
+    end
+    kind = curator_kind
+  end
+  return kind, layout, opts.container
+end
+
+local function new(class, kind, client, path, identifier, arg, curator_kind, fname)
+  fname = fname or class
   check.path(fname, path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")
   end
-  local marks = patterns_of(fname, extra_lock_patterns)
+  local opts = is_options(arg) and check.options(fname, arg, OPTIONS)
+               or { extra_lock_patterns = arg }
+  local marks = patterns_of(fname, opts.extra_lock_patterns)
   local data = check.value(fname, identifier, path, "identifier")
+  local layout, container
+  kind, layout, container = kind_of(fname, kind, opts, curator_kind)
   local session = usable(client, fname)
-  local ud = core.lock(session, path, data, kind, client:_acl(), marks)
+  local ud = core.lock(session, path, data, kind, client:_acl(), marks, container)
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               data = data, prefix = ud:prefix(), cancelled = false,
-                              extra_lock_patterns = marks, _class = class, _lock = ud,
-                              _ud = ud, _what = "lock" }, Lock)
+                              extra_lock_patterns = marks, layout = layout, _kind = kind,
+                              _class = class, _lock = ud, _ud = ud, _what = "lock" }, Lock)
   base.init(self)
   self.create_path = join(path, self.prefix)
   client:_add_notify_target(ud:id(), self)
@@ -147,7 +182,8 @@ function Lock:contenders()
   local client = self.client
   usable(client, "contenders")
   client:ensure_path(self.path)
-  local names = core.lock_contenders(client:get_children(self.path), self.extra_lock_patterns)
+  local names = core.lock_contenders(client:get_children(self.path), self.extra_lock_patterns,
+                                     self._kind)
   local futures = {}
   for i, name in ipairs(names) do futures[i] = client:get_async(join(self.path, name)) end
   local identifiers = {}
@@ -181,7 +217,16 @@ function Lock:_notified(code)
 end
 
 function recipes.Lock(client, path, identifier, extra_lock_patterns)
-  return new("Lock", "exclusive", client, path, identifier, extra_lock_patterns)
+  return new("Lock", "exclusive", client, path, identifier, extra_lock_patterns, "curator-mutex")
+end
+
+--- The Lock an Election is (opts checked as the Election's; layout = "curator": LeaderLatch).
+function recipes.ElectionLock(client, path, identifier, opts)
+  if opts ~= nil and not is_options(opts) then
+    check.options("Election", opts, OPTIONS) -- a list: its keys are refused as unknown options
+  end
+  return new("Lock", "exclusive", client, path, identifier, opts or {}, "curator-latch",
+             "Election")
 end
 
 function recipes.WriteLock(client, path, identifier, extra_lock_patterns)
