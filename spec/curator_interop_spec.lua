@@ -27,7 +27,13 @@ describe("Curator interop", function()
     return list
   end
 
-  setup(function() server = testing.server() end)
+  setup(function()
+    server = testing.server()
+    -- /curator itself is a plain node: a container parent shared by the tests would be
+    -- deleted by the server between two of them, under a Curator create (whose LeaderLatch
+    -- does not retry a create that found its parent gone)
+    helpers.client(server.hosts, "/curator"):close()
+  end)
   teardown(function() server:stop() end)
 
   before_each(function()
