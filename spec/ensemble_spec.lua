@@ -64,7 +64,7 @@ describe("a client on a 3-node ensemble", function()
         local node = ens:node(i)
         if node:is_running() and not node.paused then
           local cons = core.four_letter("127.0.0.1", node.port, "cons", 1)
-          if cons and cons:find("sid=" .. id, 1, true) then
+          if cons and cons:find(string.format("sid=0x%x", id), 1, true) then
             found = node
             return true
           end
