@@ -441,8 +441,8 @@ function Client:unchroot(path)
 end
 
 --- kazoo's set_hosts: the servers to use from now on (a hosts string as the constructor's).
--- The connection in use is kept while its server is in the new list; the library moves to
--- another when it is not.  The chroot cannot change (ConfigurationError).  randomize_hosts,
+-- The library may move the connection in use to a server of the new list (its rebalancing);
+-- the next connection is made within it.  The chroot cannot change (ConfigurationError).  randomize_hosts,
 -- when given, replaces the client's.
 function Client:set_hosts(hosts, randomize_hosts)
   local pairs_list, chroot

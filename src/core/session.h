@@ -70,8 +70,9 @@ zkl_client_state zkl_session_client_state(const zkl_session *s);
 int zkl_session_is_stopped(const zkl_session *s);
 int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /* -1 if none */
 int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
-/* kazoo's set_hosts: the live handle reconnects within the new list when its server is not
- * in it (the library's rebalancing, zoo_set_servers), and every later handle uses it.  The
+/* kazoo's set_hosts: the library (zoo_set_servers) may move the live connection to a server
+ * of the new list (its rebalancing), and makes the next connection within it; every later
+ * handle uses it.  The
  * chroot stays the one the session started with (the caller refuses a change).  0, or -1
  * with errno (EINVAL: the library refused the list, ENOMEM). */
 int zkl_session_set_hosts(zkl_session *s, const char *hosts);
