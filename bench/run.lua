@@ -26,6 +26,8 @@
 --   TreeCache    bench/tree_cache_bench.lua, bench/kazoo_tree_cache_bench.py
 --   nginx        bench/nginx_bench.lua (a 4-worker nginx under wrk, once per handler wake-up
 --                mode), bench/sync_get_latency.lua (its reference), bench/kazoo_counter_bench.py
+--   balancer     bench/balancer_bench.lua (zklua.ngx.balancer against a static upstream, the
+--                same backends, the same nginx)
 -- The LuaJIT column runs the same zklua scripts under `luajit` with build/luajit/zklua/core.so
 -- (`make luajit`), the way scripts/run-specs --lua=luajit loads it; their worker processes
 -- run under luajit too.
@@ -41,7 +43,9 @@
 -- (10), BENCH_SP_ITEMS (1000), BENCH_SP_TB (0.1 s time_boundary), BENCH_ALLOC_MEMBERS (10),
 -- BENCH_ALLOC_ITEMS (1000), BENCH_STRATEGY_RUNS (3 allocations timed per round),
 -- BENCH_TREE_NODES (10000), BENCH_ONLY (a comma list of sections to run: ops, lock,
--- election, partitioner, allocator, strategies, tree_cache, nginx; for trying one out),
+-- election, partitioner, allocator, strategies, tree_cache, nginx, balancer; for trying one
+-- out), BENCH_BALANCER_SECONDS (2: each wrk run), BENCH_BALANCER_ROUNDS (3 pairs of wrk runs),
+-- BENCH_BALANCER_UPDATES (20 registrations timed),
 -- BENCH_NGINX_SECONDS (1: each wrk run), BENCH_NGINX_IDLE_S (4: the idle workers watched),
 -- BENCH_COUNTER_BURSTS (2 bursts of 200 concurrent Counter increments per client),
 -- BENCH_DOC (where the report goes: docs/benchmarks.md after a run of every section, no file
@@ -80,6 +84,9 @@ local N = {
   nginx_seconds = env_number("BENCH_NGINX_SECONDS", 1),
   nginx_idle = env_number("BENCH_NGINX_IDLE_S", 4),
   counter_bursts = env_number("BENCH_COUNTER_BURSTS", 2),
+  balancer_seconds = env_number("BENCH_BALANCER_SECONDS", 2),
+  balancer_rounds = env_number("BENCH_BALANCER_ROUNDS", 3),
+  balancer_updates = env_number("BENCH_BALANCER_UPDATES", 20),
 }
 N.tree_nodes = 1 + 100 * N.tree_dirs -- the root and tree_dirs directories of 99 nodes each
 local ALLOC_STRATEGIES = { "sticky", "round_robin" }
@@ -524,6 +531,29 @@ SECTIONS[#SECTIONS + 1] = { id = "nginx", run = function(ctx, round)
   for i = 1, #jobs do jobs[(i + round - 2) % #jobs + 1]() end
 end }
 
+-- zklua.ngx.balancer (bench/balancer_bench.lua): proxied requests/s through the balancer and
+-- through a static upstream of the same backends in the same nginx, and how long a new
+-- registration takes to reach every worker.
+local BALANCER_CONNS = 50
+
+SECTIONS[#SECTIONS + 1] = { id = "balancer", run = function(ctx)
+  local missing = nginx_missing()
+  if missing then
+    note("balancer rows empty: " .. missing .. ".")
+    return
+  end
+  local x = run("balancer", { label = "zklua.ngx.balancer (LuaJIT)" }, table.concat({
+    CLIENT.lua54.lua, "bench/balancer_bench.lua", ctx.hosts, N.balancer_seconds,
+    N.balancer_rounds, N.balancer_updates, BALANCER_CONNS }, " "))
+  if not x then return end
+  local b, u = x.balancer or {}, x.balancer_update or {}
+  record("balancer_rps", "luajit", b.rps)
+  record("balancer_static_rps", "luajit", b.static_rps)
+  record("balancer_ratio", "luajit", b.ratio)
+  record("balancer_update_p50", "luajit", u.p50_ms)
+  record("balancer_update_p99", "luajit", u.p99_ms)
+end }
+
 -- ---------------------------------------------------------------- the table's rows
 
 -- The values of a sample -> figure table, sorted (nil when there are none).
@@ -644,6 +674,7 @@ TARGETS.nginx_get_p50_socket = { "≤ 1.3× sync get p50", function(_, r)
 TARGETS.nginx_idle_wakeups_socket = { "near zero (≤ 2/s)", at_most(2) }
 TARGETS.nginx_idle_cpu_socket = { "near zero (≤ 1 ms/s)", at_most(1) }
 TARGETS.nginx_counter_p99_socket = { "≤ kazoo", function(_, r) return r.kazoo and r.kazoo <= 1 end }
+TARGETS.balancer_ratio = { "≥ 0.95", function(m) return m.z and m.z >= 0.95 end }
 for _, s in ipairs(ALLOC_STRATEGIES) do
   TARGETS["alloc_" .. s .. "_leave"] = { "≤ 500 ms", at_most(500) }
   if s == "sticky" or s == "rendezvous" then
@@ -761,6 +792,17 @@ local function rows()
           COUNTER_BURST // NGINX_WORKERS), "ms", "%.1f", jit)
     end
   end
+  group("balancer", string.format("zklua.ngx.balancer: a %d-worker nginx proxying to 3 backend " ..
+        "nginx servers, wrk at %d connections for %g s per figure, balancer and static upstream " ..
+        "back to back", NGINX_WORKERS, BALANCER_CONNS, N.balancer_seconds))
+  row("balancer_rps", "GET / through zklua.ngx.balancer (round robin)", "req/s", "%.0f", jit)
+  row("balancer_static_rps", "GET / through a static upstream, the same backends", "req/s",
+      "%.0f", jit)
+  row("balancer_ratio", "balancer / static, median of the pairs' quotients", "×", "%.2f", jit)
+  row("balancer_update_p50", "a registration → every worker's cache has it, p50", "ms",
+      "%.1f", jit)
+  row("balancer_update_p99", "a registration → every worker's cache has it, p99", "ms",
+      "%.1f", jit)
   return list
 end
 
@@ -865,7 +907,7 @@ for _, s in ipairs(SECTIONS) do
   if next(only) == nil or only[s.id] then sections[#sections + 1] = s end
 end
 assert(#sections > 0, "BENCH_ONLY names no section (ops, lock, election, partitioner, " ..
-                      "allocator, strategies, tree_cache, nginx)")
+                      "allocator, strategies, tree_cache, nginx, balancer)")
 
 local machine_lines = machine()
 build_raw_c()

@@ -24,8 +24,10 @@
 -- balance(name, key) — sets the peer: the next instance of the provider (by key with a key
 --   strategy: the same key goes to the same instance on every worker).  On the first try it
 --   allows min(tries, instances) - 1 more tries (ngx.balancer.set_more_tries); when nginx
---   comes back for another try (the peer failed: proxy_next_upstream), the failed instance is
---   noted down (note_error) and an instance this request has not tried yet is set.  No
+--   comes back for another try (ngx.balancer.get_last_failure(): the peer failed, see
+--   proxy_next_upstream), the failed instance is noted down (note_error) and an instance this
+--   request has not tried yet ($upstream_addr lists those it tried) is set.  The first try
+--   keeps no per-request state (no ngx.ctx).  No
 --   instance known: the request fails with 502 (nothing is waited for: balancer_by_lua cannot
 --   yield).  Instances need an address nginx can connect to without DNS (an IP).
 -- status() — content handler: JSON {pid, state, services = {name = {"id addr:port", ...}}}
@@ -139,48 +141,64 @@ local function untried(list, tried, start)
   return nil
 end
 
+local function fail(...)
+  log(ngx.ERR, ...)
+  return ngx.exit(502)
+end
+
+local function set_peer(inst)
+  local ok, err = ngx_balancer.set_current_peer(inst.address, inst.port)
+  if not ok then
+    return fail("set_current_peer ", tostring(inst.address), ":", tostring(inst.port), ": ", err)
+  end
+end
+
+-- The instances of this request's earlier tries, from $upstream_addr ("addr:port, addr:port,
+-- ..."; nginx fills it try by try), the last one last.
+local function tried_before(provider)
+  local by_peer = {}
+  for _, inst in ipairs(provider.cache:_list()) do
+    by_peer[tostring(inst.address) .. ":" .. tostring(inst.port)] = inst
+  end
+  local tried, last = {}, nil
+  for peer in tostring(ngx.var.upstream_addr or ""):gmatch("[^,%s]+") do
+    local inst = by_peer[peer]
+    if inst then
+      tried[inst.id] = true
+      last = inst
+    end
+  end
+  return tried, last
+end
+
+-- nginx came back for another try: the last peer failed.
+local function retry(provider, name, key)
+  local tried, failed = tried_before(provider)
+  if failed then provider:note_error(failed) end
+  local list = provider:get_all_instances()
+  local inst = #list > 0 and provider:_pick(list, key) or nil
+  if not inst or tried[inst.id] then
+    inst = untried(list, tried, 0) or untried(provider.cache:_list(), tried, 0)
+  end
+  if not inst then return fail("every instance of service ", name, " failed for this request") end
+  return set_peer(inst)
+end
+
 --- Sets the peer of this try of the request (see the top).
 function M.balance(name, key)
   local provider = providers[name]
-  local ctx = ngx.ctx
-  local state = ctx.zklua_balancer
-  local list = provider and provider:get_all_instances()
-  local inst
-  if not state then
-    if not list or #list == 0 then
-      log(ngx.ERR, "no instance of service ", name, " is known")
-      return ngx.exit(502)
-    end
-    state = { tried = {} }
-    ctx.zklua_balancer = state
-    local more = math.min(settings.tries, #list) - 1
-    if more > 0 then
-      local ok, err = ngx_balancer.set_more_tries(more)
-      if not ok then log(ngx.WARN, "set_more_tries: ", err) end
-    end
-    inst = provider:get_instance(key)
-  else
-    provider:note_error(state.current) -- nginx came back: that peer failed
-    state.tried[state.current.id] = true
-    list = provider:get_all_instances()
-    inst = provider:get_instance(key)
-    if not inst or state.tried[inst.id] then
-      inst = untried(list, state.tried, 0)
-      if not inst then -- every usable one tried: any other known instance
-        inst = untried(provider.cache:_list(), state.tried, 0)
-      end
-    end
-    if not inst then
-      log(ngx.ERR, "every instance of service ", name, " failed for this request")
-      return ngx.exit(502)
-    end
+  if not provider then return fail("service ", name, ": not set up yet (no session)") end
+  if ngx_balancer.get_last_failure() then return retry(provider, name, key) end
+  local list = provider:get_all_instances()
+  local n = #list
+  if n == 0 then return fail("no instance of service ", name, " is known") end
+  local more = settings.tries
+  if more > n then more = n end
+  if more > 1 then
+    local ok, err = ngx_balancer.set_more_tries(more - 1)
+    if not ok then log(ngx.WARN, "set_more_tries: ", err) end
   end
-  state.current = inst
-  local ok, err = ngx_balancer.set_current_peer(inst.address, inst.port)
-  if not ok then
-    log(ngx.ERR, "set_current_peer ", tostring(inst.address), ":", tostring(inst.port), ": ", err)
-    return ngx.exit(502)
-  end
+  return set_peer(provider:_pick(list, key))
 end
 
 local function quoted(s)

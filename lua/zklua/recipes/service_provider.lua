@@ -47,18 +47,18 @@ local function purge(self, now)
   for id, status in pairs(self._down) do
     if now - status.since >= self.down_timeout then
       self._down[id] = nil
+      self._down_count = self._down_count - 1
       self._down_version = self._down_version + 1
     end
   end
 end
 
---- The usable instances (enabled, not down), sorted by id; cached until the cache or the
--- down set changes.
+--- The usable instances (enabled, not down), sorted by id; the same table until the cache or
+-- the down set changes (callers must not change it).
 function ServiceProvider:get_all_instances()
   local cache = self.cache
-  purge(self, core.monotonic())
-  if self._usable and self._usable_version == cache.version and
-     self._usable_down == self._down_version then
+  if self._down_count > 0 then purge(self, core.monotonic()) end -- (next() stops LuaJIT's JIT)
+  if self._usable_version == cache.version and self._usable_down == self._down_version then
     return self._usable
   end
   local usable, ids = {}, {}
@@ -75,8 +75,9 @@ function ServiceProvider:get_all_instances()
 end
 
 local function round_robin(self, list)
-  self._index = self._index % #list + 1
-  return list[self._index]
+  local i = self._index % #list + 1
+  self._index = i
+  return list[i]
 end
 
 local function by_key(self, list, key)
@@ -89,11 +90,10 @@ local function by_key(self, list, key)
   return nil
 end
 
---- get_instance(key) -> an instance, or nil when no usable instance is there.
-function ServiceProvider:get_instance(key)
-  local list = self:get_all_instances()
-  if #list == 0 then return nil end
+--- The instance of list (get_all_instances()'s, not empty) for key, by the strategy.
+function ServiceProvider:_pick(list, key)
   local strategy = self.strategy
+  if strategy == "round_robin" then return round_robin(self, list) end
   if KEY_STRATEGIES[strategy] and key ~= nil then
     if type(key) ~= "string" then key = tostring(key) end
     return by_key(self, list, key)
@@ -115,6 +115,13 @@ function ServiceProvider:get_instance(key)
   return round_robin(self, list)
 end
 
+--- get_instance(key) -> an instance, or nil when no usable instance is there.
+function ServiceProvider:get_instance(key)
+  local list = self:get_all_instances()
+  if #list == 0 then return nil end
+  return self:_pick(list, key)
+end
+
 --- note_error(instance or id): one more error for it (see down_threshold).
 function ServiceProvider:note_error(instance)
   local id = type(instance) == "table" and instance.id or instance
@@ -127,6 +134,7 @@ function ServiceProvider:note_error(instance)
   if not status then
     status = { since = now, count = 0 }
     self._down[id] = status
+    self._down_count = self._down_count + 1
   end
   status.count = status.count + 1
   self._down_version = self._down_version + 1
@@ -180,7 +188,8 @@ function M.new(discovery, name, opts)
     down_threshold = positive(fname, opts, "down_threshold", 2),
     down_timeout = positive(fname, opts, "down_timeout", 30),
     cache = cache or discovery:ServiceCache(name), _own_cache = cache == nil,
-    _down = {}, _down_version = 0, _last_purge = core.monotonic(), _index = 0,
+    _down = {}, _down_count = 0, _down_version = 0, _last_purge = core.monotonic(), _index = 0,
+    _usable = {}, _usable_ids = {}, _usable_version = -1, _usable_down = -1,
     instance_number = -1,
   }, ServiceProvider)
   return self
