@@ -12,8 +12,13 @@
 -- difference; KEY must have a row in README.md's "Differences from kazoo" table (a first
 -- cell `KEY`), else the test counts as FAIL.  The entries of spec/kazoo/not_applicable.lua
 -- are printed as not applicable; an entry that is also translated counts as FAIL.
--- FAIL: a failed, erroring or pending test, or an error outside any test (setup, teardown,
--- loading the file), named "<kazoo file>::<where>".  The messages of the FAILs follow the
+-- FAIL: a failed, erroring or pending test, an error outside any test (setup, teardown,
+-- loading the file), named "<kazoo file>::<where>", or a test (or not-applicable entry) named
+-- after no test of spec/kazoo/inventory.lua, the list of kazoo's tests (scripts/kazoo-inventory).
+-- An inventory test neither translated nor listed as not applicable is printed "missing".
+-- A name shared by two classes of a file is written "Class::test_name".  With
+-- ZKLUA_PARITY_PARTIAL=1 (some spec files run, not all) only their kazoo files are searched
+-- for missing tests.  The messages of the FAILs follow the
 -- totals.  With ZKLUA_PARITY_RESULT set to a file, the number of FAILs is written there
 -- (scripts/kazoo-parity exits non-zero when it is not 0).
 return function()
@@ -21,6 +26,7 @@ return function()
   local handler = require("busted.outputHandlers.base")()
 
   local NOT_APPLICABLE_FILE = "spec/kazoo/not_applicable.lua"
+  local INVENTORY_FILE = "spec/kazoo/inventory.lua"
   local results, messages = {}, {}
 
   local function read_file(path)
@@ -104,6 +110,9 @@ return function()
   busted.subscribe({ "error" }, on_failure)
 
   busted.subscribe({ "suite", "end" }, function()
+    -- a run of some spec files only (ZKLUA_PARITY_PARTIAL) reports on their kazoo files only
+    local partial, ran = os.getenv("ZKLUA_PARITY_PARTIAL") == "1", {}
+    for _, r in ipairs(results) do ran[r.file] = true end
     local ok, not_applicable = pcall(dofile, NOT_APPLICABLE_FILE)
     if not ok or type(not_applicable) ~= "table" then
       add("not_applicable.lua", "<load>", "FAIL", trimmed(not_applicable))
@@ -119,10 +128,61 @@ return function()
       if not kazoo_file then
         add("not_applicable.lua", tostring(entry.key), "FAIL",
             "  a key must read \"test_x.py::test_name\"")
+      elseif partial and not ran[kazoo_file] then -- luacheck: ignore 542
+        -- not one of this run's files
       elseif seen[entry.key] then
         add(kazoo_file, name, "FAIL", "  translated and also listed in " .. NOT_APPLICABLE_FILE)
       else
         add(kazoo_file, name, "not applicable: " .. tostring(entry.reason))
+      end
+    end
+
+    -- against the inventory: every name is a kazoo test's, every kazoo test is accounted for
+    local ok_inv, inventory = pcall(dofile, INVENTORY_FILE)
+    if not ok_inv or type(inventory) ~= "table" then
+      add("inventory.lua", "<load>", "FAIL", trimmed(inventory))
+      inventory = {}
+    end
+    local covered = {}
+    for _, r in ipairs(results) do
+      local tests = inventory[r.file]
+      if tests and not r.name:match("^<") then
+        local class, test = r.name:match("^([%w_]+)::([%w_]+)$")
+        local found, classes = false, 0
+        for _, t in ipairs(tests) do
+          if t[2] == (test or r.name) then
+            classes = classes + 1
+            if not class or t[1] == class then
+              found = true
+              covered[r.file .. "::" .. tostring(t[1]) .. "::" .. t[2]] = true
+            end
+          end
+        end
+        if not found then
+          r.status = "FAIL"
+          messages[#messages + 1] = r.file .. "::" .. r.name .. "\n  no kazoo test of that name in " ..
+            r.file .. " (" .. INVENTORY_FILE .. ")"
+        elseif classes > 1 and not class then
+          r.status = "FAIL"
+          messages[#messages + 1] = r.file .. "::" .. r.name .. "\n  several classes of " .. r.file ..
+            " have " .. r.name .. ": name it Class::" .. r.name
+        end
+      end
+    end
+    local inventory_files = {}
+    for file in pairs(inventory) do
+      if ran[file] or not partial then inventory_files[#inventory_files + 1] = file end
+    end
+    table.sort(inventory_files)
+    for _, file in ipairs(inventory_files) do
+      for _, t in ipairs(inventory[file]) do
+        if not covered[file .. "::" .. tostring(t[1]) .. "::" .. t[2]] then
+          local shared = 0
+          for _, other in ipairs(inventory[file]) do
+            if other[2] == t[2] then shared = shared + 1 end
+          end
+          add(file, (shared > 1 and t[1] .. "::" or "") .. t[2], "missing")
+        end
       end
     end
 
@@ -138,18 +198,19 @@ return function()
     end
     table.sort(files)
     local function count(list)
-      local c = { pass = 0, difference = 0, na = 0, fail = 0 }
+      local c = { pass = 0, difference = 0, na = 0, missing = 0, fail = 0 }
       for _, r in ipairs(list) do
         if r.status == "pass" then c.pass = c.pass + 1
         elseif r.status:match("^difference") then c.difference = c.difference + 1
         elseif r.status:match("^not applicable") then c.na = c.na + 1
+        elseif r.status == "missing" then c.missing = c.missing + 1
         else c.fail = c.fail + 1 end
       end
       return c
     end
     local function totals(c)
-      return string.format("%d pass, %d difference, %d not applicable, %d FAIL",
-                           c.pass, c.difference, c.na, c.fail)
+      return string.format("%d pass, %d difference, %d not applicable, %d missing, %d FAIL",
+                           c.pass, c.difference, c.na, c.missing, c.fail)
     end
     local out = {}
     for _, file in ipairs(files) do
@@ -175,7 +236,7 @@ return function()
     local result = os.getenv("ZKLUA_PARITY_RESULT")
     local f = result and result ~= "" and io.open(result, "w")
     if f then
-      f:write(all.fail, "\n")
+      f:write(all.fail + all.missing, "\n")
       f:close()
     end
     return nil, true
