@@ -385,8 +385,26 @@ describe("elections", function()
       raises(errors.BadArgumentsError, e.await, e, -1)
       raises(errors.BadArgumentsError, e.await, e, "soon")
       raises(errors.KazooException, e.await, e) -- not started
+      raises(errors.BadArgumentsError, e.run, e, setmetatable({}, {})) -- a table, no __call
       assert.is_nil(a:exists(path))
       assert.is_false(e:stop())
+    end)
+
+    it("accepts a callable table wherever it takes a function (kazoo: any callable)", function()
+      local e = a:Election(path, "callable")
+      local called = {}
+      local function callable(name)
+        return setmetatable({}, { __call = function(_, ...) called[name] = select("#", ...) end })
+      end
+      e:on_leader(callable("on_leader"))
+      e:on_lost(callable("on_lost"))
+      assert.are.same({ true }, { (e:run(callable("run"), 1, 2)) })
+      assert.are.equal(2, called.run)
+      local l = a:Lock(path, "l")
+      l:on_lost(callable("lock on_lost"))
+      l:with(callable("with"), "x")
+      assert.are.equal(1, called.with)
+      assert.is_false(l.is_acquired)
     end)
   end)
 end)

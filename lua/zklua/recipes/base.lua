@@ -243,7 +243,9 @@ end
 -- returns fn's results.  fn never runs without the lock: a cancelled acquire raises
 -- CancelledError, and the holder itself calling with() raises KazooException.
 function base.with(self, fn, ...)
-  if type(fn) ~= "function" then check.fail("with", "fn", "fn must be a function") end
+  if not check.callable(fn) then
+    check.fail("with", "fn", "fn must be a function or a callable table (got " .. type(fn) .. ")")
+  end
   if base.held_by_me(self, self._ud) then
     errors.raise(errors.KazooException, "with: this coroutine already holds the " ..
                  self._what .. " on " .. self.path, self.path)

@@ -94,7 +94,9 @@ local function usable(client, fname)
 end
 
 local function callback(fname, fn)
-  if type(fn) ~= "function" then check.fail(fname, "fn", "fn must be a function") end
+  if not check.callable(fn) then
+    check.fail(fname, "fn", "fn must be a function or a callable table (got " .. type(fn) .. ")")
+  end
   return fn
 end
 

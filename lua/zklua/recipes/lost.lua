@@ -15,7 +15,10 @@ lost.NOTIFY_LOST = core.notify.LOST -- the code every C recipe sends (ZKL_LOCK_N
 function lost.install(class, what)
   --- fn(object) runs when the session expired (or stopped) and the object lost what it held.
   function class:on_lost(fn)
-    if type(fn) ~= "function" then check.fail("on_lost", "fn", "fn must be a function") end
+    if not check.callable(fn) then
+      check.fail("on_lost", "fn", "fn must be a function or a callable table (got " ..
+                 type(fn) .. ")")
+    end
     self._lost_callbacks[#self._lost_callbacks + 1] = fn
     return fn
   end
