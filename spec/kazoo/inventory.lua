@@ -60,7 +60,6 @@ return {
     { "TestConnection", "test_restart" },
     { "TestConnection", "test_closed" },
     { "TestConnection", "test_watch_trigger_expire" },
-    { "TestConnection", "test_watch" },
     { "TestClient", "test_server_version_retries_fail" },
     { "TestClient", "test_server_version_retries_eventually_ok" },
     { "TestClient", "test_client_id" },
