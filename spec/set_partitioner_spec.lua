@@ -460,7 +460,8 @@ describe("SetPartitioner", function()
       end)
       assert.is_true(qp:wait_for_acquire(20))
       fault(p)
-      testing.wait_for(function() return at_suspended ~= nil end, 30, "SUSPENDED")
+      -- (state_change_event runs from the event loop once the change is queued: waited for)
+      testing.wait_for(function() return at_suspended ~= nil and #seen >= 2 end, 30, "SUSPENDED")
       assert.are.equal("RELEASE", at_suspended) -- already when SUSPENDED was reported
       assert.are.same({ "ACQUIRED/CONNECTED", "RELEASE/SUSPENDED" }, seen)
       assert.are.same(items(3), qp:list()) -- owned until released, as kazoo's list(qp)
@@ -724,7 +725,7 @@ describe("SetPartitioner on an ensemble", function()
                                   end }
     assert.is_true(qp:wait_for_acquire(20))
     node:pause()
-    helpers.eventually(function() return zk.state == "SUSPENDED" end, 20, "SUSPENDED")
+    helpers.eventually(function() return zk.state == "SUSPENDED" and #seen >= 2 end, 20, "SUSPENDED")
     assert.is_true(qp.release) -- the session may be gone already: the items are given up
     assert.are.same({ "ACQUIRED/CONNECTED", "RELEASE/SUSPENDED" }, seen)
     node:resume()
