@@ -4,8 +4,9 @@
 -- silenced (nothing closed: the nodes notice by their timeouts), or from the leader only
 -- (silenced; it still reaches the other follower); or a holder's own link to its server is
 -- silenced, the ensemble whole.  A holder on the minority side is a Lock
--- holder, a SetPartitioner member cut off during a rebalance, or a PartitionAllocator member
--- cut off while another member claims the item it hands over.
+-- holder, a SetPartitioner member cut off before a rebalance or in the middle of one (as it
+-- turns RELEASE), or a PartitionAllocator member cut off while another member claims the
+-- item it hands over.
 --
 -- What "given up before the majority grants it" means (the contract, as kazoo's and
 -- Curator's): on SUSPENDED a holder stops acting as the holder until CONNECTED.  A client of
@@ -351,9 +352,11 @@ describe("a partitioned ensemble", function()
     lock_case("lock, client link silenced", "client")
   end)
 
-  it("a SetPartitioner rebalance during a partition: SUSPENDED precedes the new owners",
-     function()
-    local c = begin("SetPartitioner rebalance")
+  -- when = "before": a is cut off while it holds its items, then a third member joins (the
+  -- majority rebalances during the partition); "during": a third member joins, and a is cut
+  -- off as it turns RELEASE, before its user released anything.
+  local function partitioner_case(name, when)
+    local c = begin(name)
     local L = c.L
     local zb, zd = client(c.majority), client(c.majority)
     c.others = { zb, zd }
@@ -367,6 +370,10 @@ describe("a partitioned ensemble", function()
       local qp = zk:SetPartitioner{ path = path, set = set, identifier = id,
                                     time_boundary = TB, state_change_event = function(state, qp)
         L:note(id, "state " .. state)
+        if id == "a" and state == "RELEASE" and when == "during" and not c.cut_off then
+          c.cut_off = true
+          partition(c, "silent")
+        end
         if state == "ACQUIRED" then
           for item in qp:iter() do L:hold(id, item) end
         else
@@ -399,8 +406,12 @@ describe("a partitioned ensemble", function()
     pump({ a, b }, all_acquired({ a, b }), "a and b to split the set")
     L:write(c.zm, c.root .. "/acked", "before")
 
-    partition(c, "silent") -- a still holds its items: it must stop on SUSPENDED
-    local d = member(zd, "d") -- a third member: the majority rebalances during the partition
+    if when == "before" then
+      c.cut_off = true
+      partition(c, "silent") -- a still holds its items: it must stop on SUSPENDED
+    end
+    local d = member(zd, "d") -- a third member: a rebalance
+    testing.wait_for(function() return c.cut_off end, BOUND, "a's RELEASE")
     L:write(c.zm, c.root .. "/acked", "during")
     pump({ a, b, d }, function() return a.failed and b.acquired and d.acquired end,
          "b and d to own the set without a")
@@ -417,6 +428,16 @@ describe("a partitioned ensemble", function()
     assert(margin and margin > 0, "no item handed over from the cut-off member in the ledger")
     for _, qp in ipairs({ b, d }) do qp:finish() end
     finish(c)
+  end
+
+  it("a SetPartitioner rebalance during a partition: SUSPENDED precedes the new owners",
+     function()
+    partitioner_case("SetPartitioner: cut, rebalance", "before")
+  end)
+
+  it("a partition during a SetPartitioner rebalance: the new owners come after a's release",
+     function()
+    partitioner_case("SetPartitioner: rebalance, cut", "during")
   end)
 
   it("an allocator's claim cut in half: SUSPENDED precedes the claim of the handed item",
