@@ -521,8 +521,8 @@ end
 local function server_list(fname, argument, value)
   if value == nil then return nil end
   if type(value) == "table" then
-    for i, line in ipairs(value) do
-      if type(line) ~= "string" then
+    for i = 1, #value do -- not ipairs: a hole ({nil, "x"}) must not end the check early
+      if type(value[i]) ~= "string" then
         check.fail(fname, argument, argument .. "[" .. i .. "] must be a string")
       end
     end
