@@ -2,6 +2,7 @@
 -- ServiceProvider (lua/zklua/recipes/service_*.lua over src/recipes/service_instance.c and the
 -- C TreeCache) against a real standalone server.  Interop with real Curator programs is in
 -- spec/curator_discovery_spec.lua; the nginx balancer in spec/nginx_balancer_spec.lua.
+local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
@@ -147,6 +148,31 @@ describe("ServiceDiscovery", function()
     gone:close()
   end)
 
+  it("ends every call while the connection is cut (SUSPENDED)", function()
+    local proxy = testing.proxy(server:node(1))
+    local cut = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+    cut:start()
+    local sd = cut:ServiceDiscovery("/sd5")
+    local cache = sd:ServiceCache("api")
+    proxy:silence("both")
+    testing.wait_for(function() return cut.state == "SUSPENDED" end, LONG, "SUSPENDED")
+    local allowed = { ConnectionLoss = true, OperationTimeoutError = true,
+                      SessionExpiredError = true, TimeoutError = true }
+    local calls = {
+      function() return sd:register{ name = "api", id = "me", address = "h", port = 1 } end,
+      function() return sd:query_for_instances("api") end,
+      function() return cache:start(1) end,
+    }
+    for i, call in ipairs(calls) do
+      local ok, err = pcall(call)
+      assert.is_false(ok, "call " .. i .. " returned while cut off")
+      assert(errors.is_error(err) and allowed[err.name], "call " .. i .. ": " .. tostring(err))
+    end
+    proxy:resume()
+    cut:close()
+    proxy:stop()
+  end)
+
   it("registers its instances again after a session expiry", function()
     local owner = helpers.client(server.hosts)
     local sd = owner:ServiceDiscovery("/sd3")
@@ -196,6 +222,7 @@ describe("ServiceCache and ServiceProvider", function()
     cache:listen(function(event) if event.type == "CACHE_CHANGED" then changes = changes + 1 end end)
     cache:start(LONG)
     assert.are.same({ "a" }, ids(cache:get_instances())) -- loaded when start returns
+    raises(errors.KazooException, cache.start, cache, LONG) -- once
     local seen = changes
     local b = reg:register{ name = "api", id = "b", address = "127.0.0.1", port = 2 }
     eventually(function() return #cache:get_instances() == 2 end, LONG, "b in the cache")

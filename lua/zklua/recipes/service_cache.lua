@@ -23,7 +23,8 @@
 --   load: TimeoutError (the cache goes on loading), ConnectionClosedError on stop().  Nothing
 --   else waits.  Listeners run from Lua (never from C), one event at a time, in order; one
 --   that raises is logged.
--- * Sharing among coroutines: safe; reads answer from memory.
+-- * Sharing among coroutines: safe; reads answer from memory.  A cache starts once: a second
+--   start() (from any coroutine) raises KazooException, as its TreeCache's.
 local base = require "zklua.recipes.base"
 local check = require "zklua.check"
 local core = require "zklua.core"
