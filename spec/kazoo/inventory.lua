@@ -174,6 +174,11 @@ return {
     { "ExceptionsTestCase", "test_invalid_code" },
     { "ExceptionsTestCase", "test_exceptions_construction" },
   },
+  ["test_hosts.py"] = {
+    { "HostsTestCase", "test_ipv4" },
+    { "HostsTestCase", "test_ipv6" },
+    { "HostsTestCase", "test_hosts_list" },
+  },
   ["test_lease.py"] = {
     { "NonBlockingLeaseTests", "test_renew" },
     { "NonBlockingLeaseTests", "test_busy" },
