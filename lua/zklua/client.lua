@@ -1129,6 +1129,12 @@ function Client:Election(path, identifier, opts)
   return require("zklua.recipes.election").Election(self, path, identifier, opts)
 end
 
+--- Curator's PersistentNode (zklua.recipes.persistent_node): a node this client keeps present,
+-- re-created with its current data.  opts: {ephemeral = true, container = true, ttl, acl}.
+function Client:PersistentNode(path, data, opts)
+  return require("zklua.recipes.persistent_node").PersistentNode(self, path, data, opts)
+end
+
 --- A kazoo Counter (zklua.recipes.counter): default 0 (int) or a float; opts.support_curator.
 function Client:Counter(path, default, opts)
   return require("zklua.recipes.counter").Counter(self, path, default, opts)

@@ -32,12 +32,14 @@ void zkl_register_strategies(lua_State *L);       /* core.strategy(), core.strat
 void zkl_register_tree_cache(lua_State *L);       /* core.tree_cache() */
 void zkl_register_set_partitioner(lua_State *L);  /* core.set_partitioner() */
 void zkl_register_service_instance(lua_State *L); /* core.service_instance_encode/decode() */
+void zkl_register_persistent_node(lua_State *L);  /* core.persistent_node() */
 
 /* The names the binding gives each recipe's enums, in enum order (constants.c, which checks
  * their counts at compile time and exports them as core.names). */
 extern const char *const zkl_lock_phase_names[], *const zkl_lock_outcome_names[];
 extern const char *const zkl_semaphore_phase_names[], *const zkl_semaphore_outcome_names[];
 extern const char *const zkl_party_phase_names[];
+extern const char *const zkl_pnode_phase_names[];
 extern const char *const zkl_barrier_outcome_names[];
 extern const char *const zkl_counter_outcome_names[];
 extern const char *const zkl_lease_phase_names[], *const zkl_lease_outcome_names[];

@@ -25,6 +25,7 @@
 #include "../recipes/locking_queue.h"
 #include "../recipes/party.h"
 #include "../recipes/patient_children.h"
+#include "../recipes/persistent_node.h"
 #include "../recipes/semaphore.h"
 #include "../recipes/set_partitioner.h"
 #include "../recipes/tree_cache.h"
@@ -53,6 +54,9 @@
     T(party, phase, zkl_party_phase_names, ZKL_PARTY_LEAVING, [ZKL_PARTY_IDLE] = "idle",        \
       [ZKL_PARTY_JOINING] = "joining", [ZKL_PARTY_JOINED] = "joined",                           \
       [ZKL_PARTY_LEAVING] = "leaving")                                                          \
+    T(persistent_node, phase, zkl_pnode_phase_names, ZKL_PNODE_FAILED,                          \
+      [ZKL_PNODE_IDLE] = "idle", [ZKL_PNODE_RUNNING] = "running",                               \
+      [ZKL_PNODE_STOPPING] = "stopping", [ZKL_PNODE_FAILED] = "failed")                         \
     T(barrier, outcome, zkl_barrier_outcome_names, ZKL_BARRIER_FAILED,                          \
       [ZKL_BARRIER_PENDING] = "pending", [ZKL_BARRIER_DONE] = "done",                           \
       [ZKL_BARRIER_GAVE_UP] = "gave_up", [ZKL_BARRIER_FAILED] = "failed")                       \
@@ -161,10 +165,13 @@ _Static_assert((int)ZKL_PARTY_NOTIFY_LOST == (int)NOTIFY_LOST, "party's LOST not
 _Static_assert((int)ZKL_BARRIER_NOTIFY_LOST == (int)NOTIFY_LOST, "barrier's LOST notify differs");
 _Static_assert((int)ZKL_SEM_NOTIFY_LOST == (int)NOTIFY_LOST, "semaphore's LOST notify differs");
 _Static_assert((int)ZKL_LOCKING_QUEUE_NOTIFY_LOST == (int)NOTIFY_LOST, "locking queue's LOST differs");
+_Static_assert((int)ZKL_PNODE_NOTIFY_LOST == (int)NOTIFY_LOST, "persistent node's LOST differs");
 
 static const named_int LOCK_NOTIFY[] = {
     {"LOST", ZKL_LOCK_NOTIFY_LOST}, {"DECIDED", ZKL_LOCK_NOTIFY_DECIDED}, {NULL, 0}};
 static const named_int LOST_NOTIFY[] = {{"LOST", NOTIFY_LOST}, {NULL, 0}};
+static const named_int PNODE_NOTIFY[] = {
+    {"LOST", ZKL_PNODE_NOTIFY_LOST}, {"CREATED", ZKL_PNODE_NOTIFY_CREATED}, {NULL, 0}};
 static const named_int ALLOCATOR_NOTIFY[] = {{"NEWS", ZKL_ALLOCATOR_NOTIFY_NEWS}, {NULL, 0}};
 static const named_int PATIENT_NOTIFY[] = {{"SETTLED", ZKL_PATIENT_NOTIFY_SETTLED},
                                            {"CHANGED", ZKL_PATIENT_NOTIFY_CHANGED},
@@ -188,6 +195,7 @@ static const struct {
     {"patient_children", PATIENT_NOTIFY},
     {"set_partitioner", SP_NOTIFY},
     {"tree_cache", TREE_CACHE_NOTIFY},
+    {"persistent_node", PNODE_NOTIFY},
 };
 
 #define LIST_NAMES(recipe, kind, table, last, ...) {#recipe, #kind, table, COUNT(table)},

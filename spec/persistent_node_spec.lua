@@ -1,0 +1,217 @@
+-- PersistentNode (src/recipes/persistent_node.c, lua/zklua/recipes/persistent_node.lua),
+-- Curator's: a node this client keeps present with its current data, against a real server.
+-- Every fault is real (another client deletes the node, the server expires the session or
+-- a TTL node, the fault proxy drops the connection) and every wait is for an event: the
+-- node's own counters and callbacks, or a predicate that asks the server.
+local zklua = require "zklua"
+local errors = require "zklua.errors"
+local testing = require "zklua.testing"
+local helpers = require "support.helpers"
+
+local ROOT = "/pnodes"
+
+describe("PersistentNode", function()
+  local server, zk, other, path
+  local counter = 0
+
+  setup(function() server = testing.server() end)
+  teardown(function() server:stop() end)
+
+  before_each(function()
+    counter = counter + 1
+    path = ROOT .. "/t" .. counter .. "/node"
+    zk, other = helpers.clients(server.hosts, 2)
+  end)
+
+  after_each(function()
+    zk:close()
+    helpers.drop(other, ROOT)
+  end)
+
+  local function wait(pred, what) testing.wait_for(pred, 30, what) end
+
+  it("start keeps an ephemeral node with its data; on_created runs; stop deletes it", function()
+    local node = zk:PersistentNode(path, "v1")
+    local created = 0
+    node:on_created(function(n)
+      assert.equals(node, n)
+      created = created + 1
+    end)
+    assert.is_false(node.present)
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    assert.is_true(node.present)
+    wait(function() return created == 1 end, "on_created")
+    local data, stat = other:get(path)
+    assert.equals("v1", data)
+    assert.equals(zk:client_id(), stat.ephemeralOwner) -- ephemeral, of this client's session
+    assert.equals(1, node.creations)
+    assert.is_true(node:stop())
+    assert.equals("idle", node.phase)
+    assert.is_nil(other:exists(path))
+    assert.is_false(node:stop()) -- nothing left to delete
+  end)
+
+  it("is created again, with its current data, after another client deletes it", function()
+    local node = zk:PersistentNode(path, "v1")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    other:delete(path)
+    wait(function() return node.creations == 2 end, "the node to be made again")
+    assert.equals("v1", other:get(path))
+    node:set_data("v2")
+    wait(function() return other:get(path) == "v2" end, "set_data to reach the node")
+    assert.equals("v2", node.data)
+    other:delete(path)
+    wait(function() return node.creations == 3 end, "the node to be made again")
+    assert.equals("v2", other:get(path))
+    node:stop()
+  end)
+
+  it("someone else's change is left alone and the node still kept", function()
+    local node = zk:PersistentNode(path, "mine")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    other:set(path, "theirs")
+    other:delete(path) -- the watch was set again after the change: the delete is seen
+    wait(function() return node.creations == 2 end, "the node to be made again")
+    assert.equals("mine", other:get(path))
+    node:stop()
+  end)
+
+  it("an expired session: on_lost runs, and the node is made again on the new session", function()
+    local node = zk:PersistentNode(path, "v1")
+    local lost = 0
+    node:on_lost(function() lost = lost + 1 end)
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    local old_owner = select(2, other:get(path)).ephemeralOwner
+    helpers.expire(zk)
+    wait(function() return lost == 1 and node.creations == 2 end, "LOST, then the new node")
+    local data, stat = other:get(path)
+    assert.equals("v1", data)
+    assert.are_not.equal(old_owner, stat.ephemeralOwner)
+    assert.equals(zk:client_id(), stat.ephemeralOwner)
+    node:stop()
+  end)
+
+  it("a dropped connection loses nothing; the node is still watched afterwards", function()
+    local proxy = testing.proxy(server:node(1))
+    local client = zklua.client{ hosts = proxy.hosts, timeout = 8 }
+    local states = {}
+    client:add_listener(function(state) states[#states + 1] = state end)
+    client:start()
+    local node = client:PersistentNode(path, "v1")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    proxy:drop()
+    wait(function() return states[#states] == "CONNECTED" and #states >= 2 end,
+         "the reconnection")
+    assert.same({ "SUSPENDED", "CONNECTED" }, { states[#states - 1], states[#states] })
+    assert.equals(1, node.creations) -- the session lived: the node was never gone
+    other:delete(path)
+    wait(function() return node.creations == 2 end, "the node to be made again")
+    node:stop()
+    client:close()
+    proxy:stop()
+  end)
+
+  it("a persistent TTL node the server expires is made again; it outlives the session", function()
+    local node = zk:PersistentNode(path, "t", { ephemeral = false, ttl = 300 })
+    local lost = 0
+    node:on_lost(function() lost = lost + 1 end)
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    -- (no read of it here: the server may expire it any time from 300 ms on)
+    wait(function() return node.creations >= 2 end, "the server to expire it, and a new one")
+    local before = node.creations
+    helpers.expire(zk)
+    -- the server goes on expiring it: made again, so it is watched on the new session
+    wait(function() return node.creations > before end, "the node to be made again")
+    assert.equals(0, lost)
+    node:stop() -- (true or false: the server may have just expired it)
+    assert.is_nil(other:exists(path))
+  end)
+
+  it("takes over a node that exists: writes its data, does not count a creation", function()
+    other:create(path, "old", { makepath = true })
+    local node = zk:PersistentNode(path, "new", { ephemeral = false })
+    local created = 0
+    node:on_created(function() created = created + 1 end)
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    local data, stat = other:get(path)
+    assert.equals("new", data)
+    assert.equals(0, stat.ephemeralOwner) -- persistent (ephemeral = false)
+    assert.equals(0, node.creations)
+    assert.equals(0, created)
+    node:stop()
+  end)
+
+  it("makes its parents as containers by default, plain ones with container = false", function()
+    local parent = ROOT .. "/t" .. counter
+    local node = zk:PersistentNode(path, "x")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    node:stop()
+    wait(function() return other:exists(parent) == nil end, "the container parents to go")
+    local plain = zk:PersistentNode(path, "x", { container = false })
+    plain:start()
+    assert.is_true(plain:wait_for_initial_create(30))
+    plain:stop()
+    assert.is_not_nil(other:exists(parent))
+  end)
+
+  it("a node the server refuses fails with the server's error", function()
+    local parent = ROOT .. "/t" .. counter
+    other:create(parent, "", { makepath = true, ephemeral = true })
+    local node = zk:PersistentNode(parent .. "/child", "x")
+    node:start()
+    helpers.raises(errors.NoChildrenForEphemeralsError, node.wait_for_initial_create, node, 30)
+    assert.equals("failed", node.phase)
+  end)
+
+  it("a running node dropped without stop is deleted in the background", function()
+    local node = zk:PersistentNode(path, "x")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    node = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    wait(function() return other:exists(path) == nil end, "the dropped node to be deleted")
+  end)
+
+  it("the client's stop ends it; wait_for_initial_create then raises", function()
+    local node = zk:PersistentNode(path, "x")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    zk:stop()
+    assert.is_false(node.present)
+    helpers.raises(errors.ConnectionClosedError, node.wait_for_initial_create, node, 5)
+  end)
+
+  describe("bad input is refused before anything is sent", function()
+    local cases = {
+      { function() return zk:PersistentNode("nope", "x") end, "path must start with '/'" },
+      { function() return zk:PersistentNode("/", "x") end, "the root cannot be a persistent node" },
+      { function() return zk:PersistentNode("/a", 5) end, "data" },
+      { function() return zk:PersistentNode("/a", "x", { ttl = 100 }) end, "a ttl needs ephemeral = false" },
+      { function() return zk:PersistentNode("/a", "x", { ephemeral = false, ttl = 0 }) end,
+        "option 'ttl' must be a whole number" },
+      { function() return zk:PersistentNode("/a", "x", { ephemeral = "no" }) end,
+        "option 'ephemeral' must be a boolean" },
+      { function() return zk:PersistentNode("/a", "x", { mode = "EPHEMERAL" }) end,
+        "unknown option 'mode'" },
+      { function() return zk:PersistentNode("/a", "x"):set_data({}) end, "data" },
+      { function() return zk:PersistentNode("/a", "x"):wait_for_initial_create(-1) end,
+        "timeout must be a number" },
+    }
+    for i, case in ipairs(cases) do
+      it("case " .. i .. ": " .. case[2], function()
+        local err = helpers.raises(errors.BadArgumentsError, case[1])
+        assert.matches(case[2], tostring(err), 1, true)
+        assert.is_nil(other:exists("/a"))
+      end)
+    end
+  end)
+end)

@@ -1,0 +1,438 @@
+/*
+ * persistent_node.c — see persistent_node.h.  Steps: CREATE (NONODE: ENSURE the parent path,
+ * then CREATE again; NODEEXISTS: SET), SET (write the current data), WATCH (exists with a
+ * watch), WAIT (the watch is set: wait for it), DELETE (after stop).  Only the result of the
+ * op the node waits for (op_id) and its watch (watch_id) count; the rest is stale.
+ */
+#include "persistent_node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/acl.h"
+#include "../core/ops.h"
+#include "common.h"
+
+typedef enum {
+    STEP_NONE,
+    STEP_CREATE,
+    STEP_ENSURE,
+    STEP_SET,
+    STEP_WATCH,
+    STEP_WAIT,
+    STEP_DELETE
+} pnode_step;
+
+struct zkl_pnode {
+    zkl_session *s; /* NULL once the session is freed */
+    zkl_route route;
+    uint64_t id;
+    char *path, *parent;
+    char *data;
+    int data_len;
+    int flags;
+    int64_t ttl;
+    struct ACL_vector acl;
+
+    zkl_pnode_phase phase;
+    pnode_step step;
+    int rc, present, deleted, dirty, ensure_rounds;
+    int parked, orphaned, listening;
+    uint64_t creations;
+    uint64_t op_id, watch_id;
+    long inflight;
+};
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
+static void on_state(zkl_session *s, zkl_state state, void *ctx);
+
+static void notify(zkl_pnode *n, int code)
+{
+    if (!n->orphaned && n->s)
+        zkl_session_notify(n->s, n->id, code);
+}
+
+static void settle(zkl_pnode *n, zkl_pnode_phase phase, int rc)
+{
+    n->phase = phase;
+    n->rc = rc;
+    n->step = STEP_NONE;
+    n->parked = 0;
+    n->op_id = n->watch_id = 0;
+}
+
+static uint64_t counted(zkl_pnode *n, uint64_t id, int watch)
+{
+    if (id)
+        n->inflight += 1 + watch;
+    return id;
+}
+
+static int create_mode(const zkl_pnode *n)
+{
+    if (n->flags & ZKL_PNODE_EPHEMERAL)
+        return ZOO_EPHEMERAL;
+    return n->ttl > 0 ? ZOO_PERSISTENT_WITH_TTL : ZOO_PERSISTENT;
+}
+
+static uint64_t submit(zkl_pnode *n)
+{
+    uint64_t id;
+    switch (n->step) {
+    case STEP_CREATE:
+        n->dirty = 0; /* the create writes the data as it is now */
+        return counted(n, zkl_op_create_ttl(n->s, n->path, n->data, n->data_len, &n->acl,
+                                            create_mode(n), n->ttl, 0, &n->route), 0);
+    case STEP_ENSURE:
+        if (zkl_create_path_mode(n->s, n->parent, &n->acl,
+                                 n->flags & ZKL_PNODE_CONTAINER_PARENTS ? ZOO_CONTAINER
+                                                                        : ZOO_PERSISTENT,
+                                 &n->route, &n->inflight, &id) != 0)
+            return 0;
+        return id;
+    case STEP_SET:
+        n->dirty = 0; /* a set_data from now on writes again */
+        return counted(n, zkl_op_set(n->s, n->path, n->data, n->data_len, -1, &n->route), 0);
+    case STEP_WATCH:
+        id = counted(n, zkl_op_exists(n->s, n->path, 1, &n->route), 1);
+        n->watch_id = id;
+        return id;
+    case STEP_DELETE:
+        return counted(n, zkl_op_delete(n->s, n->path, -1, &n->route), 0);
+    default:
+        return 0;
+    }
+}
+
+/* Runs step now, or parks it until CONNECTED. */
+static void go(zkl_pnode *n, pnode_step step)
+{
+    n->step = step;
+    n->op_id = 0;
+    n->parked = 0;
+    if (step == STEP_WAIT)
+        return;
+    if (!n->s || zkl_session_state(n->s) != ZKL_CONNECTED) {
+        n->parked = 1;
+        return;
+    }
+    n->op_id = submit(n);
+    if (n->op_id == 0)
+        settle(n, n->phase == ZKL_PNODE_STOPPING ? ZKL_PNODE_IDLE : ZKL_PNODE_FAILED,
+               ZSYSTEMERROR);
+}
+
+/* The node is there with our data: write newer data, else watch it. */
+static void kept(zkl_pnode *n)
+{
+    n->present = 1;
+    go(n, n->dirty ? STEP_SET : STEP_WATCH);
+}
+
+static void answered(zkl_pnode *n, const zkl_event *ev)
+{
+    int rc = ev->rc;
+    switch (n->step) {
+    case STEP_ENSURE:
+        go(n, STEP_CREATE); /* the create decides */
+        break;
+    case STEP_CREATE:
+        if (rc == ZOK) {
+            n->creations++;
+            notify(n, ZKL_PNODE_NOTIFY_CREATED);
+            kept(n);
+        } else if (rc == ZNODEEXISTS) {
+            go(n, STEP_SET);
+        } else if (rc == ZNONODE && strcmp(n->parent, "/") != 0 &&
+                   ++n->ensure_rounds <= ZKL_RETRY_LIMIT) {
+            go(n, STEP_ENSURE);
+        } else {
+            settle(n, ZKL_PNODE_FAILED, rc);
+        }
+        break;
+    case STEP_SET:
+        if (rc == ZOK)
+            kept(n);
+        else if (rc == ZNONODE)
+            go(n, STEP_CREATE); /* gone meanwhile */
+        else
+            settle(n, ZKL_PNODE_FAILED, rc);
+        break;
+    case STEP_WATCH:
+        if (rc == ZOK) {
+            n->present = 1;
+            go(n, n->dirty ? STEP_SET : STEP_WAIT); /* set_data came meanwhile: write it */
+        } else if (rc == ZNONODE) {
+            n->present = 0;
+            n->ensure_rounds = 0;
+            go(n, STEP_CREATE);
+        } else {
+            settle(n, ZKL_PNODE_FAILED, rc);
+        }
+        break;
+    case STEP_DELETE:
+        n->present = 0;
+        n->deleted = rc == ZOK;
+        settle(n, ZKL_PNODE_IDLE, rc == ZOK || rc == ZNONODE ? ZOK : rc);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_op(zkl_pnode *n, const zkl_event *ev)
+{
+    switch (zkl_rc_triage(ev->rc)) {
+    case ZKL_RC_CLOSED:
+        n->present = 0;
+        settle(n, n->phase == ZKL_PNODE_STOPPING || ev->rc == ZCLOSING ? ZKL_PNODE_IDLE
+                                                                       : ZKL_PNODE_FAILED,
+               ev->rc);
+        return;
+    case ZKL_RC_LOST:
+        n->parked = 1; /* LOST follows and decides */
+        return;
+    case ZKL_RC_RETRY:
+        go(n, n->step == STEP_ENSURE ? STEP_CREATE : n->step);
+        return;
+    case ZKL_RC_ANSWER:
+        break;
+    }
+    answered(n, ev);
+}
+
+static void on_watch(zkl_pnode *n, const zkl_event *ev)
+{
+    if (n->phase != ZKL_PNODE_RUNNING || n->step != STEP_WAIT)
+        return; /* the exists' own result decides, or we moved on */
+    if (ev->type == ZOO_DELETED_EVENT) {
+        n->present = 0;
+        n->ensure_rounds = 0;
+        go(n, STEP_CREATE);
+    } else {
+        go(n, STEP_WATCH); /* changed, or dropped with its handle: look again */
+    }
+}
+
+static void destroy(zkl_pnode *n)
+{
+    if (n->s && n->listening)
+        zkl_session_remove_state_listener(n->s, on_state, n);
+    free(n->path);
+    free(n->parent);
+    free(n->data);
+    zkl_acl_free(&n->acl);
+    free(n);
+}
+
+static void maybe_destroy(zkl_pnode *n)
+{
+    if (!n->orphaned || n->inflight > 0)
+        return;
+    if (n->s && (n->phase == ZKL_PNODE_RUNNING || n->phase == ZKL_PNODE_STOPPING))
+        return; /* parked: waits for CONNECTED or the session's end */
+    destroy(n);
+}
+
+static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)s;
+    zkl_pnode *n = ctx;
+    n->inflight--;
+    if (ev->kind == ZKL_EV_OP) {
+        /* an exists asks for a watch: none comes if it could not be asked for */
+        if (ev->op == ZKL_OP_EXISTS && !ev->watch_requested) {
+            n->inflight--;
+            if (n->watch_id == ev->id)
+                n->watch_id = 0;
+        }
+        if (ev->id == n->op_id && n->s) {
+            n->op_id = 0;
+            on_op(n, ev);
+        }
+    } else if (ev->kind == ZKL_EV_WATCH && ev->id == n->watch_id && n->s) {
+        n->watch_id = 0;
+        on_watch(n, ev);
+    }
+    maybe_destroy(n);
+}
+
+static void session_lost(zkl_pnode *n, int closed_rc)
+{
+    int ephemeral = n->flags & ZKL_PNODE_EPHEMERAL;
+    int was_present = n->present;
+    n->op_id = n->watch_id = 0;
+    if (ephemeral)
+        n->present = 0;
+    if (closed_rc != ZOK) {
+        n->present = 0;
+        if (n->phase == ZKL_PNODE_RUNNING || n->phase == ZKL_PNODE_STOPPING)
+            settle(n, closed_rc == ZCLOSING || n->phase == ZKL_PNODE_STOPPING ? ZKL_PNODE_IDLE
+                                                                             : ZKL_PNODE_FAILED,
+                   closed_rc);
+    } else if (n->phase == ZKL_PNODE_RUNNING) {
+        n->ensure_rounds = 0;
+        n->step = ephemeral ? STEP_CREATE : STEP_WATCH;
+        n->parked = 1; /* on the new session */
+    } else if (n->phase == ZKL_PNODE_STOPPING) {
+        if (ephemeral)
+            settle(n, ZKL_PNODE_IDLE, ZOK); /* it went with the session */
+        else {
+            n->step = STEP_DELETE;
+            n->parked = 1;
+        }
+    }
+    if (ephemeral && was_present)
+        notify(n, ZKL_PNODE_NOTIFY_LOST);
+}
+
+static void on_state(zkl_session *s, zkl_state state, void *ctx)
+{
+    zkl_pnode *n = ctx;
+    if (state == ZKL_CONNECTED) {
+        if (n->parked)
+            go(n, n->step);
+    } else if (state == ZKL_LOST) {
+        session_lost(n, zkl_session_is_stopped(s)                                 ? ZCLOSING
+                        : zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED ? ZAUTHFAILED
+                                                                            : ZOK);
+    }
+    maybe_destroy(n);
+}
+
+/* The parent of path ("/" for a top-level node); NULL when out of memory. */
+static char *parent_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t len = slash && slash != path ? (size_t)(slash - path) : 1;
+    char *parent = malloc(len + 1);
+    if (parent) {
+        memcpy(parent, path, len);
+        parent[len] = '\0';
+    }
+    return parent;
+}
+
+zkl_pnode *zkl_pnode_new(zkl_session *s, const char *path, const char *data, int len, int flags,
+                         int64_t ttl, const struct ACL_vector *acl)
+{
+    zkl_pnode *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->s = s;
+    n->route.fn = on_route;
+    n->route.ctx = n;
+    n->id = zkl_session_new_target(s);
+    n->flags = flags;
+    n->ttl = ttl > 0 ? ttl : 0;
+    n->path = strdup(path);
+    n->parent = parent_of(path);
+    n->data = malloc(len > 0 ? (size_t)len : 1);
+    errno = 0;
+    if (!n->path || !n->parent || !n->data ||
+        zkl_acl_copy(&n->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+        goto fail;
+    if (len > 0)
+        memcpy(n->data, data, (size_t)len);
+    n->data_len = len > 0 ? len : 0;
+    if (zkl_session_add_state_listener(s, on_state, n) != 0)
+        goto fail;
+    n->listening = 1;
+    return n;
+fail:
+    if (!errno)
+        errno = ENOMEM;
+    n->s = NULL;
+    destroy(n);
+    return NULL;
+}
+
+void zkl_pnode_free(zkl_pnode *n)
+{
+    if (!n)
+        return;
+    if (n->s && n->phase == ZKL_PNODE_RUNNING)
+        zkl_pnode_stop(n); /* nobody keeps it any more: delete it */
+    n->orphaned = 1;
+    maybe_destroy(n);
+}
+
+void zkl_pnode_forget_session(zkl_pnode *n)
+{
+    n->s = NULL;
+    n->inflight = 0;
+    n->present = 0;
+    if (n->phase == ZKL_PNODE_RUNNING || n->phase == ZKL_PNODE_STOPPING)
+        settle(n, ZKL_PNODE_IDLE, ZCLOSING);
+}
+
+int zkl_pnode_start(zkl_pnode *n)
+{
+    if (!n->s) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (n->phase == ZKL_PNODE_RUNNING || n->phase == ZKL_PNODE_STOPPING) {
+        errno = EALREADY;
+        return -1;
+    }
+    n->phase = ZKL_PNODE_RUNNING;
+    n->rc = ZOK;
+    n->deleted = 0;
+    n->ensure_rounds = 0;
+    go(n, STEP_CREATE);
+    return 0;
+}
+
+int zkl_pnode_stop(zkl_pnode *n)
+{
+    if (!n->s) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    if (n->phase == ZKL_PNODE_STOPPING)
+        return 0;
+    if (n->phase != ZKL_PNODE_RUNNING) {
+        n->deleted = 0;
+        settle(n, ZKL_PNODE_IDLE, ZOK);
+        return 0;
+    }
+    n->phase = ZKL_PNODE_STOPPING;
+    n->rc = ZOK;
+    n->deleted = 0;
+    go(n, STEP_DELETE);
+    return 0;
+}
+
+int zkl_pnode_set_data(zkl_pnode *n, const char *data, int len)
+{
+    char *copy = malloc(len > 0 ? (size_t)len : 1);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (len > 0)
+        memcpy(copy, data, (size_t)len);
+    free(n->data);
+    n->data = copy;
+    n->data_len = len > 0 ? len : 0;
+    n->dirty = 1;
+    if (n->phase == ZKL_PNODE_RUNNING && n->step == STEP_WAIT)
+        go(n, STEP_SET); /* the node is there and watched: write now */
+    return 0;
+}
+
+zkl_pnode_phase zkl_pnode_phase_of(const zkl_pnode *n) { return n->phase; }
+int zkl_pnode_present(const zkl_pnode *n) { return n->present; }
+int zkl_pnode_rc(const zkl_pnode *n) { return n->rc; }
+int zkl_pnode_deleted(const zkl_pnode *n) { return n->deleted; }
+uint64_t zkl_pnode_creations(const zkl_pnode *n) { return n->creations; }
+uint64_t zkl_pnode_id(const zkl_pnode *n) { return n->id; }
+long zkl_pnode_inflight(const zkl_pnode *n) { return n->inflight; }
+
+const char *zkl_pnode_data(const zkl_pnode *n, int *len)
+{
+    *len = n->data_len;
+    return n->data;
+}
