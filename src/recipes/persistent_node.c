@@ -261,7 +261,9 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
 static void session_lost(zkl_pnode *n, int closed_rc)
 {
     int ephemeral = n->flags & ZKL_PNODE_EPHEMERAL;
-    int was_present = n->present;
+    /* the node this client kept went with the session, also when it had already seen it
+     * deleted (the watch can fire before the session's end reaches the client) */
+    int kept_one = n->present || n->phase == ZKL_PNODE_RUNNING;
     n->op_id = n->watch_id = 0;
     if (ephemeral)
         n->present = 0;
@@ -283,7 +285,7 @@ static void session_lost(zkl_pnode *n, int closed_rc)
             n->parked = 1;
         }
     }
-    if (ephemeral && was_present)
+    if (ephemeral && kept_one)
         notify(n, ZKL_PNODE_NOTIFY_LOST);
 }
 

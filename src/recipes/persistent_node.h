@@ -16,12 +16,15 @@
  *   and used by every later create.
  * - SUSPENDED (connection loss, operation timeout): nothing is lost (an ephemeral lives while
  *   the session does); the step under way is repeated once CONNECTED.
- * - LOST (session expired): an ephemeral node is gone: present turns 0, the owner is told with
- *   zkl_session_notify(s, zkl_pnode_id(n), ZKL_PNODE_NOTIFY_LOST), and the node is created
+ * - LOST (session expired): an ephemeral node is gone: present turns 0, the owner of a running
+ *   (or present) node is told with zkl_session_notify(s, zkl_pnode_id(n),
+ *   ZKL_PNODE_NOTIFY_LOST) — also when it saw the node deleted first — and the node is created
  *   again, with the current data, once the new session is CONNECTED.  A persistent node is
  *   looked at and watched again on the new session (re-created if it went meanwhile).
- * - Each create of this client that made the node is told with ZKL_PNODE_NOTIFY_CREATED
- *   (Curator's PersistentNodeListener.nodeCreated); zkl_pnode_creations counts them.
+ * - Each create of this client known to have made the node is told with
+ *   ZKL_PNODE_NOTIFY_CREATED (Curator's PersistentNodeListener.nodeCreated);
+ *   zkl_pnode_creations counts them.  A create whose reply was lost is repeated, finds
+ *   NODEEXISTS and takes the node over like any existing one: not counted (as Curator).
  * - Stopped session (ZCLOSING) or auth failure: the node is no longer kept; phase IDLE (stop)
  *   or FAILED (auth), rc says which; an ephemeral node goes with the session.
  * - An error no retry can fix (NOAUTH, BADARGUMENTS, NOCHILDRENFOREPHEMERALS, UNIMPLEMENTED,
