@@ -10,7 +10,8 @@
 --    leaves every worker's rotation once its session expires), a new backend registered (every
 --    worker sends it traffic); wrk counts no failed request;
 -- 3. key affinity: with a key strategy every worker sends one key to one backend;
--- 4. ZooKeeper restarted: requests go on meanwhile and no instance is lost.
+-- 4. ZooKeeper restarted (one backend registered by zklua, one by Curator): requests go on
+--    meanwhile and no instance is lost.
 -- After each: no [error] or worse in error.log but nginx's reports of failed tries on the backend
 -- stopped on purpose, and no core file.
 local testing = require "zklua.testing"
@@ -240,7 +241,10 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   it("loses no instance when ZooKeeper restarts", function()
     local b1, b2 = backend("r1"), backend("r2")
     register(b1)
-    register(b2)
+    local curator = java.start("CuratorDiscovery", server.hosts, BASE, 10000)
+    programs[#programs + 1] = curator
+    curator:send("register api r2 127.0.0.1 " .. b2.port)
+    curator:expect("^registered r2$", LONG)
     local front = front_nginx()
     every_worker_sees(front, { "r1", "r2" }, "every worker to see r1, r2")
     server:node(1):stop()
