@@ -1051,4 +1051,36 @@ describe("a recipe object shared by coroutines", function()
       end)
     end)
   end)
+
+  describe("persistent nodes", function()
+    it("coroutines starting and awaiting one PersistentNode: one node; stop() ends waiters",
+       function()
+      run(function(env)
+        local zk = env.started({ timeout = 2 })
+        zk:ensure_path(env.root)
+        local node = zk:PersistentNode(env.root .. "/n", "x")
+        local got, ended = 0, 0
+        for _ = 1, 5 do
+          env.spawn(function()
+            node:start()
+            if node:wait_for_initial_create(30) then got = got + 1 end
+            ended = ended + 1
+          end)
+        end
+        env.eventually(function() return ended == 5 end, 60, "every waiter")
+        assert.are.equal(5, got)
+        assert.are.equal(1, node.creations)
+        assert.are.same({ "n" }, zk:get_children(env.root))
+        -- during an outage the node cannot be made: waiters wait until the client stops
+        local later = zk:PersistentNode(env.root .. "/m", "y")
+        server:node(1):pause()
+        later:start()
+        assert.is_false(later:wait_for_initial_create(0.3))
+        local calls = {}
+        for i = 1, 3 do calls[i] = function() return later:wait_for_initial_create() end end
+        stop_ends_all(env, zk, calls)
+        server:node(1):resume()
+      end)
+    end)
+  end)
 end)
