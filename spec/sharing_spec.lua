@@ -2,7 +2,8 @@
 -- real server: calls on the object take turns (zklua.recipes.turn), locks are held in turn and
 -- never by two coroutines at once, a shared Counter loses and duplicates nothing, cancel()
 -- makes acquire and with raise CancelledError without running fn, every waiting call ends with
--- its named error at its timeout, and zk:stop() ends every waiter with ConnectionClosedError.
+-- its named error at its timeout, and zk:stop() ends every waiter with ConnectionClosedError;
+-- service discovery: concurrent registrations, one ServiceCache started once, a shared provider.
 --
 -- Each test runs its body in a coroutine of a fresh cqueues controller (run() below).
 local zklua = require "zklua"
@@ -1003,6 +1004,65 @@ describe("a recipe object shared by coroutines", function()
         ended_with(errors.AuthFailedError, results[2])
         ended_with(errors.AuthFailedError, results[3])
         assert.are.equal("latent", late.state)
+      end)
+    end)
+  end)
+
+  describe("service discovery", function()
+    it("coroutines sharing a ServiceDiscovery, a ServiceCache and a ServiceProvider", function()
+      run(function(env)
+        local zk, other = env.started(), env.started()
+        local sd = zk:ServiceDiscovery(env.root .. "/sd")
+        local done = 0
+        for i = 1, 8 do
+          env.spawn(function()
+            sd:register{ name = "api", id = "i" .. i, address = "127.0.0.1", port = 1000 + i }
+            done = done + 1
+          end)
+        end
+        env.eventually(function() return done == 8 end, 60, "every registration")
+        assert.are.equal(8, #other:ServiceDiscovery(env.root .. "/sd"):query_for_instances("api"))
+        -- one cache started from 4 coroutines: it starts once, the others are refused
+        local cache = sd:ServiceCache("api")
+        local results = {}
+        for i = 1, 4 do
+          env.spawn(function() results[i] = { pcall(cache.start, cache, 20) } end)
+        end
+        env.eventually(function()
+          return results[1] and results[2] and results[3] and results[4]
+        end)
+        local started = 0
+        for i = 1, 4 do
+          if results[i][1] then
+            started = started + 1
+          else
+            ended_with(errors.KazooException, results[i])
+          end
+        end
+        assert.are.equal(1, started)
+        assert.are.equal(8, #cache:get_instances())
+        -- a provider read by coroutines: round robin hands out each instance in turn
+        local provider = sd:ServiceProvider("api", { cache = cache })
+        local seen, picks = {}, 0
+        for _ = 1, 4 do
+          env.spawn(function()
+            for _ = 1, 4 do
+              seen[provider:get_instance().id] = true
+              picks = picks + 1
+              env.handler.sleep(0)
+            end
+          end)
+        end
+        env.eventually(function() return picks == 16 end)
+        local n = 0
+        for _ in pairs(seen) do n = n + 1 end
+        assert.are.equal(8, n)
+        -- stop() ends a start that waits
+        local late = zk:ServiceDiscovery(env.root .. "/sd2"):ServiceCache("api")
+        server:node(1):pause()
+        stop_ends_all(env, zk, { function() return late:start(60) end })
+        server:node(1):resume()
+        cache:close()
       end)
     end)
   end)
