@@ -63,6 +63,7 @@ static zkl_lock_kind check_kind(lua_State *L, int idx)
 /* core.lock(session, path, identifier, kind, acl, marks, container_parents) */
 static int lock_new(lua_State *L)
 {
+    lua_settop(L, 7); /* string_list and the box push: read every argument at its index */
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
     int len;
@@ -135,6 +136,7 @@ ZKL_RECIPE_INTEGER(lock_inflight, check_lock, zkl_lock_inflight)
 static int lock_contenders(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 3); /* string_list pushes: marks and kind may be left out */
     int n, n_marks;
     const char **names = string_list(L, 1, &n);
     const char **marks = string_list(L, 2, &n_marks);
