@@ -453,8 +453,8 @@ end
 -- expired session's id.  Another handle takes the session over and closes it; when zk wins
 -- the session back before that close reaches the server (it reconnects within
 -- milliseconds), the close is lost, so the takeover is repeated until zk sees LOST.
--- hosts (default zk.hosts) is where the other handle connects: the server's own address
--- when zk goes through a proxy that refuses connections (testing.proxy).
+-- hosts (default: the hosts zk connects to) is where the other handle connects: the server's
+-- own address when zk goes through a proxy that refuses connections (testing.proxy).
 function testing.expire_session(zk, timeout, hosts)
   timeout = timeout or 10
   hosts = hosts or zk._hosts
