@@ -190,6 +190,19 @@ describe("locks", function()
       assert.is_true(lb:acquire(true, 5)) -- usable again
     end)
 
+    it("with({timeout = t}, fn): LockTimeout when held elsewhere, fn not called", function()
+      local la, lb = a:Lock(path, "A"), b:Lock(path, "B")
+      assert.is_true(la:acquire())
+      local called = false
+      raises(errors.LockTimeout, lb.with, lb, { timeout = 0.3 }, function() called = true end)
+      assert.is_false(called)
+      assert.are.same({ la.node }, children())
+      raises(errors.BadArgumentsError, lb.with, lb, { timeout = -1 }, function() end)
+      raises(errors.BadArgumentsError, lb.with, lb, { wait = 1 }, function() end)
+      assert.is_true(la:release())
+      assert.are.same({ "ran", 7 }, { lb:with({ timeout = 5 }, function(x) return "ran", x end, 7) })
+    end)
+
     it("timeout 0 still takes a free lock (the first look always completes)", function()
       local l = a:Lock(path)
       assert.is_true(l:acquire(true, 0))

@@ -413,10 +413,10 @@ function Client:close()
   self._session = nil
 end
 
---- Restarts: stop() then start().
-function Client:restart()
+--- Restarts: stop() then start(timeout) (default 15 s, as start's).
+function Client:restart(timeout)
   self:stop()
-  self:start()
+  self:start(timeout)
 end
 
 --- kazoo's client_id: the session id and its 16-byte password, or nil without a session.
@@ -466,14 +466,16 @@ end
 --- kazoo's command: sends a four-letter word ("ruok", "envi", "srvr", ...) to the server the
 -- client is connected to, on a connection of its own; returns the answer.  Raises
 -- ConnectionLoss when the client is not connected (or the server does not answer within the
--- session timeout).
+-- session timeout), ConnectionClosedError when it is stopped or closed, AuthFailedError when
+-- AUTH_FAILED.
 function Client:command(cmd)
   cmd = cmd or "ruok"
   if type(cmd) ~= "string" or not cmd:match("^%l%l%l%l$") then
     check.fail("command", "cmd", "cmd must be a four-letter word such as \"ruok\" (got " ..
                (type(cmd) == "string" and string.format("%q", cmd) or type(cmd)) .. ")")
   end
-  local server = self.connected and self._session and self._session:current_server()
+  self:_usable_session("command") -- stopped, closed, AUTH_FAILED: as every call, at once
+  local server = self.connected and self._session:current_server()
   if not server then errors.raise(errors.ConnectionLoss, "command: no connection to a server") end
   local host, port = server:match("^%[?(.-)%]?:(%d+)$")
   local answer = host and core.four_letter(host, tonumber(port), cmd,

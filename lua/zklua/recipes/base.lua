@@ -242,7 +242,7 @@ end
 --- with(fn, ...): acquires (blocking), calls fn(...), releases (even when fn raises) and
 -- returns fn's results.  fn never runs without the lock: a cancelled acquire raises
 -- CancelledError, and the holder itself calling with() raises KazooException.
-function base.with(self, fn, ...)
+local function with_held(self, timeout, fn, ...)
   if not check.callable(fn) then
     check.fail("with", "fn", "fn must be a function or a callable table (got " .. type(fn) .. ")")
   end
@@ -250,7 +250,7 @@ function base.with(self, fn, ...)
     errors.raise(errors.KazooException, "with: this coroutine already holds the " ..
                  self._what .. " on " .. self.path, self.path)
   end
-  if self:acquire() ~= true then
+  if self:acquire(true, timeout) ~= true then
     errors.raise(errors.KazooException, "with: the " .. self._what .. " on " .. self.path ..
                  " was not acquired", self.path)
   end
@@ -259,6 +259,20 @@ function base.with(self, fn, ...)
   if not results[1] then error(results[2], 0) end
   if not released then error(err, 0) end
   return compat.unpack(results, 2, results.n)
+end
+
+--- with(fn, ...), or with({timeout = seconds}, fn, ...): the acquire waits at most timeout
+-- seconds (default: no limit, as kazoo's `with lock:`), then raises LockTimeout.
+function base.with(self, fn, ...)
+  if type(fn) == "table" and not check.callable(fn) then
+    for key in pairs(fn) do
+      if key ~= "timeout" then
+        check.fail("with", "opts", "unknown option '" .. tostring(key) .. "' (timeout only)")
+      end
+    end
+    return with_held(self, check.timeout("with", fn.timeout), ...)
+  end
+  return with_held(self, nil, fn, ...)
 end
 
 --- Gives class on_lost(fn) and _notified(code) (zklua.recipes.lost).

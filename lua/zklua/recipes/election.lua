@@ -203,6 +203,7 @@ end
 function Election:await(timeout)
   timeout = check.timeout("await", timeout)
   if self._mode ~= "latch" then
+    usable(self.client, "await") -- a client that stopped ended the latch: say so first
     if self.error then error(self.error, 0) end
     errors.raise(errors.KazooException, "await: the election is not started (start() it)",
                  self.path)
