@@ -194,6 +194,22 @@ describe("elections", function()
       assert.is_true((ea:run(function() end))) -- usable again
     end)
 
+    it("run({timeout = t}, fn): TimeoutError when not elected in time, fn not called", function()
+      local ea, eb = a:Election(path, "A"), b:Election(path, "B")
+      ea:start()
+      assert.is_true(ea:await(10))
+      local called = false
+      raises(errors.TimeoutError, eb.run, eb, { timeout = 0.3 }, function() called = true end)
+      assert.is_false(called)
+      assert.is_false(eb.is_running)
+      assert.are.equal(1, #children()) -- its node deleted
+      raises(errors.BadArgumentsError, eb.run, eb, { timeout = -1 }, function() end)
+      raises(errors.BadArgumentsError, eb.run, eb, { wait = 1 }, function() end)
+      ea:stop()
+      assert.are.same({ true, "led", 7 },
+                      { eb:run({ timeout = 10 }, function(x) return "led", x end, 7) })
+    end)
+
     it("cancel() ends a waiting run with false; before a run, the next run", function()
       local ea, eb = a:Election(path, "A"), b:Election(path, "B")
       ea:start()

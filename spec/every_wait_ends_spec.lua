@@ -123,6 +123,7 @@ local FACTORIES = {
       return c.zk:SetPartitioner{ path = c.root .. "/sp", set = { "x" }, time_boundary = 0.1 }
     end },
   { "ServiceDiscovery", function(c) return c.zk:ServiceDiscovery(c.root .. "/services") end },
+  { "PersistentNode", function(c) return c.zk:PersistentNode(c.root .. "/pn", "d") end },
 }
 for _, factory in ipairs(FACTORIES) do call("Client:" .. factory[1], factory[2]) end
 
@@ -173,6 +174,7 @@ for _, kind in ipairs({ "Party", "ShallowParty" }) do
   call(kind .. ":leave", function(c) return c["joined_" .. key]:leave(BOUND) end)
   call(kind .. ":on_lost", function(c) return c[key]:on_lost(nothing) end)
 end
+call("Election:run", function(c) return c.election:run({ timeout = BOUND }, nothing) end)
 call("Election:start", function(c) return c.latch2:start(BOUND) end)
 call("Election:await", function(c) return c.latch:await(BOUND) end) -- started, not leading
 call("Election:contenders", function(c) return c.latch:contenders() end)
@@ -208,6 +210,14 @@ call("PartitionAllocator:set_strategy", function(c) return c.alloc:set_strategy(
 call("PartitionAllocator:owns", function(c) return c.alloc:owns("p") end)
 call("PartitionAllocator:fencing_token", function(c) return c.alloc:fencing_token("p") end)
 call("PartitionAllocator:stop", function(c) return c.alloc:stop(BOUND) end)
+call("PersistentNode:on_created", function(c) return c.pnode:on_created(nothing) end)
+call("PersistentNode:on_lost", function(c) return c.pnode:on_lost(nothing) end)
+call("PersistentNode:start", function(c) return c.pnode2:start() end)
+call("PersistentNode:wait_for_initial_create", function(c)
+  return c.pnode:wait_for_initial_create(BOUND)
+end)
+call("PersistentNode:set_data", function(c) return c.pnode:set_data("e") end)
+call("PersistentNode:stop", function(c) return c.pnode:stop(BOUND) end)
 local INSTANCE = { name = "api", id = "one", address = "127.0.0.1", port = 80 }
 call("ServiceDiscovery:register", function(c) return c.sd:register(INSTANCE) end)
 call("ServiceDiscovery:update", function(c) return c.sd:update(INSTANCE) end)
@@ -236,8 +246,8 @@ call("Client:restart", function(c) return c.zk:restart(BOUND) end)
 call("Client:stop", function(c) return c.zk:stop() end)
 call("Client:close", function(c) return c.zk:close() end)
 
--- The calls that take no bound (kazoo's has none either): while not elected they wait, and end
--- when the client is stopped (ConnectionClosedError).
+-- The calls without a bound (kazoo's form; run({timeout = t}, fn) is driven above): while not
+-- elected they wait, and end when the client is stopped (ConnectionClosedError).
 local UNBOUNDED = {
   { "Election:run", function(c) return c.election:run(function() return "led" end) end },
 }
@@ -290,6 +300,7 @@ local CLASSES = {
   SetPartitioner = function(c) return c.sp end,
   PartitionAllocator = function(c) return c.alloc end,
   ServiceDiscovery = function(c) return c.sd end,
+  PersistentNode = function(c) return c.pnode end,
   ServiceCache = function(c) return c.cache end,
   ServiceProvider = function(c) return c.provider end,
   NonBlockingLease = function(c) return c.zk:NonBlockingLease(c.root .. "/l", 60, "x") end,
@@ -388,6 +399,8 @@ local function objects_of(zk, root, name)
     sp = zk:SetPartitioner{ path = root .. "/sp", set = { "x" }, identifier = name,
                             time_boundary = 0.1 },
     alloc = zk:PartitionAllocator{ path = root .. "/alloc", identifier = name },
+    pnode = zk:PersistentNode(root .. "/pnode", name),
+    pnode2 = zk:PersistentNode(root .. "/pnode2", name),
     sd = sd,
     cache = sd:ServiceCache("api"),
     provider = sd:ServiceProvider("api"),
@@ -469,6 +482,7 @@ describe("every call that can wait ends", function()
     leader:start()
     assert.is_true(leader:await(10))
     ctx.latch:start()
+    ctx.pnode:start()
     ctx.joined_party:join()
     ctx.joined_shallowparty:join()
     spares = {}

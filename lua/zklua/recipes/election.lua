@@ -45,7 +45,8 @@
 --   cancel() while not leading, when the client stops, or when the lock fails with an error
 --   that retries cannot fix (kept in election.error, logged, raised by await()).
 -- * Waiting (Lua): run() and await() wait to be elected, which has no end by design (kazoo's
---   run blocks for ever): they end only when elected, on cancel() (run: false) or stop()
+--   run blocks for ever) unless given a timeout (run({timeout = t}, fn, ...): TimeoutError,
+--   await(t): false): they end only when elected, on cancel() (run: false) or stop()
 --   (await: false), on zk:stop()/close() (ConnectionClosedError) or on AUTH_FAILED
 --   (AuthFailedError); await(timeout) also at its timeout.  start(timeout) and stop(timeout)
 --   wait only for a node being deleted: at most timeout seconds (default: the client's
@@ -260,7 +261,9 @@ end
 -- ---------------------------------------------------------------- kazoo's API
 
 --- run(fn, ...) -> true, fn's results; false when cancelled before being elected.
-function Election:run(fn, ...)
+-- run({timeout = seconds}, fn, ...): TimeoutError when not elected within timeout seconds
+-- (its node deleted, fn not called).
+local function run(self, timeout, fn, ...)
   callback("run", fn)
   usable(self.client, "run")
   if self._mode then
@@ -268,9 +271,12 @@ function Election:run(fn, ...)
                  (self._mode == "latch" and "started" or "running"), self.path)
   end
   self._mode = "run"
-  local ok, got = pcall(self.lock.acquire, self.lock)
+  local ok, got = pcall(self.lock.acquire, self.lock, true, timeout)
   if not ok or not got then
     self._mode = nil
+    if not ok and errors.is(got, errors.LockTimeout) then
+      base.raise_timeout(errors.TimeoutError, "run", self.path, timeout, "the election")
+    end
     if not ok and not errors.is(got, errors.CancelledError) then error(got, 0) end
     return false -- cancelled (kazoo's run swallows CancelledError)
   end
@@ -282,6 +288,18 @@ function Election:run(fn, ...)
   if not results[1] then error(results[2], 0) end
   if not released then error(err, 0) end
   return true, compat.unpack(results, 2, results.n)
+end
+
+function Election:run(fn, ...)
+  if type(fn) == "table" and not check.callable(fn) then
+    for key in pairs(fn) do
+      if key ~= "timeout" then
+        check.fail("run", "opts", "unknown option '" .. tostring(key) .. "' (timeout only)")
+      end
+    end
+    return run(self, check.timeout("run", fn.timeout), ...)
+  end
+  return run(self, nil, fn, ...)
 end
 
 --- Cancels a run() waiting to be elected (it returns false), or the next run; stops a

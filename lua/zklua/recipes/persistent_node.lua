@@ -88,7 +88,12 @@ function PersistentNode:wait_for_initial_create(timeout)
   local state = base.wait(self, settled, base.deadline(timeout))
   if ud:present() then return true end
   if state == "timeout" then return false end
-  if base.closed(self.client) then state = "closed" end
+  local ended = base.turn.ended(self.client) -- the client stopped, closed or AUTH_FAILED
+  if ended == errors.AuthFailedError then
+    state = "auth_failed"
+  elseif ended then
+    state = "closed"
+  end
   base.check_wait(state, errors.TimeoutError, "wait_for_initial_create", self.path, timeout)
   if ud:rc() ~= 0 then base.raise_rc("wait_for_initial_create", ud:rc(), self.path) end
   errors.raise(errors.KazooException, "wait_for_initial_create: the node is not started",
