@@ -9,12 +9,15 @@
 --
 -- java.start compiles the named program, spec/fixtures/java/<Name>.java (with Fixture.java,
 -- the line protocol every program shares), with javac against the Debian jars in
--- /usr/share/java into build/java, once per Lua process, then starts it as a child
+-- /usr/share/java, once per Lua process, then starts it as a child
 -- (spec/fixtures/child.lua) stopped by PID, never by name.  Commands go in on its stdin, a
 -- FIFO that this process keeps open for reading and writing (so a write never blocks on an
 -- absent reader, nor raises SIGPIPE once the program has exited); events come out on its
 -- stdout, read line by line in order: expect() consumes lines up to the one it waits for.
 -- A program exits by itself within a second once this process is gone (Fixture.java).
+-- Classes go to build/java/<name>-<hash of the sources>, compiled in a directory of their
+-- own and renamed into place whole: suites running side by side (make test runs Lua 5.4 and
+-- LuaJIT at once) never load a class file another javac is writing.
 local child = require "fixtures.child"
 local compat = require "zklua.compat"
 
@@ -44,22 +47,44 @@ local function check_name(name)
   end
 end
 
-local compiled = {}
+local compiled = {} -- name -> its classes directory
 
---- Compiles spec/fixtures/java/<name>.java (and what it uses) into build/java, once per
---- process; raises with javac's messages when it fails.
+local function command_output(cmd)
+  local pipe = assert(io.popen(cmd, "r"))
+  local out = pipe:read("a")
+  pipe:close()
+  return out
+end
+
+--- Compiles spec/fixtures/java/<name>.java (and what it uses) once per process; returns the
+--- directory of its classes.  Raises with javac's messages when it fails.
 function java.compile(name)
   check_name(name)
-  if compiled[name] then return end
+  if compiled[name] then return compiled[name] end
   local src = SOURCES .. "/" .. name .. ".java"
   assert(io.open(src, "r"), "java: no program " .. src):close()
-  local log = os.tmpname()
-  local ok = compat.execute(string.format("mkdir -p %s && javac -nowarn -d %s -cp %s -sourcepath %s %s > %s 2>&1",
-    CLASSES, CLASSES, child.quote(classpath()), SOURCES, child.quote(src), child.quote(log)))
-  local out = child.read_file(log) or ""
-  os.remove(log)
-  if not ok then error("java: javac " .. src .. " failed:\n" .. out, 2) end
-  compiled[name] = true
+  local hash = command_output("cat " .. SOURCES .. "/*.java | sha1sum"):match("^%x+")
+  local dir = CLASSES .. "/" .. name .. "-" .. assert(hash, "java: sha1sum failed")
+  if not compat.execute("test -d " .. child.quote(dir)) then
+    local tmp = command_output("mkdir -p " .. CLASSES .. " && mktemp -d " .. CLASSES ..
+                               "/tmp.XXXXXX"):gsub("%s+$", "")
+    assert(tmp ~= "", "java: mktemp failed")
+    local log = os.tmpname()
+    local ok = compat.execute(string.format("javac -nowarn -d %s -cp %s -sourcepath %s %s > %s 2>&1",
+      child.quote(tmp), child.quote(classpath()), SOURCES, child.quote(src), child.quote(log)))
+    local out = child.read_file(log) or ""
+    os.remove(log)
+    if not ok then
+      os.execute("rm -rf " .. child.quote(tmp))
+      error("java: javac " .. src .. " failed:\n" .. out, 2)
+    end
+    -- mv -T renames the whole directory, or fails when another process put it there first
+    if not compat.execute("mv -T " .. child.quote(tmp) .. " " .. child.quote(dir) .. " 2>/dev/null") then
+      os.execute("rm -rf " .. child.quote(tmp))
+    end
+  end
+  compiled[name] = dir
+  return dir
 end
 
 local Program = {}
@@ -68,7 +93,7 @@ Program.__index = Program
 --- Compiles (once) and starts program name with args (converted with tostring; the owner PID
 --- goes first); returns it once it printed "ready" (its stdin is open).
 function java.start(name, ...)
-  java.compile(name)
+  local classes = java.compile(name)
   local fifo = os.tmpname()
   os.remove(fifo)
   assert(compat.execute("mkfifo -m 600 " .. child.quote(fifo)), "java: mkfifo failed")
@@ -77,7 +102,7 @@ function java.start(name, ...)
   local argv = { "sh", "-c", 'exec "$@" 0<>"$0"', fifo, "java" }
   for _, o in ipairs(JVM_OPTS) do argv[#argv + 1] = o end
   argv[#argv + 1] = "-cp"
-  argv[#argv + 1] = CLASSES .. ":" .. classpath()
+  argv[#argv + 1] = classes .. ":" .. classpath()
   argv[#argv + 1] = name
   argv[#argv + 1] = OWNER_PID
   for i = 1, select("#", ...) do argv[#argv + 1] = tostring((select(i, ...))) end
