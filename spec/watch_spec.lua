@@ -170,6 +170,58 @@ describe("watches", function()
       assert.are.equal("CHANGED", event.type)
     end)
 
+    it("on a session expiry each is called once with a NONE event (EXPIRED_SESSION)",
+       function()
+      local path = ROOT .. "/expiry"
+      zk:create(path, "v0")
+      local events, states = {}, {}
+      zk:add_listener(function(state) states[#states + 1] = state end)
+      local function record(kind)
+        return function(ev)
+          events[#events + 1] = { kind = kind, type = ev.type, state = ev.state, path = ev.path,
+                                  after = states[#states] }
+        end
+      end
+      zk:get(path, record("get"))
+      zk:exists(path .. "/none", record("exists"))
+      zk:get_children(path, record("children"))
+      expire(zk)
+      testing.wait_for(function() return zk.state == "CONNECTED" end, 10, "a new session")
+      other:set(path, "v1")
+      other:create(path .. "/none", "")
+      settle()
+      assert.are.same({
+        { kind = "get", type = "NONE", state = "EXPIRED_SESSION", after = "LOST" },
+        { kind = "exists", type = "NONE", state = "EXPIRED_SESSION", after = "LOST" },
+        { kind = "children", type = "NONE", state = "EXPIRED_SESSION", after = "LOST" },
+      }, events)
+    end)
+
+    it("a watch loop that re-arms itself learns that its session expired", function()
+      local path = ROOT .. "/loop"
+      zk:create(path, "v0")
+      local seen, expired, done = {}, false, false
+      local function loop(ev)
+        if done then return end
+        if ev and ev.state == "EXPIRED_SESSION" then
+          expired = true -- the session died: start over once connected
+          return
+        end
+        local data = zk:get(path, loop)
+        seen[#seen + 1] = data
+      end
+      loop(nil)
+      other:set(path, "v1")
+      testing.wait_for(function() return seen[#seen] == "v1" end, 5, "the loop")
+      expire(zk)
+      assert.is_true(expired)
+      testing.wait_for(function() return zk.state == "CONNECTED" end, 10, "a new session")
+      loop(nil)
+      other:set(path, "v2")
+      testing.wait_for(function() return seen[#seen] == "v2" end, 5, "the re-armed loop")
+      done = true
+    end)
+
     it("a watch passed to a failing get is never called", function()
       local path = ROOT .. "/missing"
       local called = false
@@ -337,8 +389,10 @@ describe("watches", function()
       settle()
       assert.are.equal("v0", values[1])
       assert.are.equal("after", values[#values])
-      -- the one-shot watch died with the old session
-      assert.are.equal(0, #plain)
+      -- the one-shot watch died with the old session: called once, with a NONE event
+      assert.are.equal(1, #plain)
+      assert.are.equal("NONE", plain[1].type)
+      assert.are.equal("EXPIRED_SESSION", plain[1].state)
       -- and it keeps going
       other:set(path, "later")
       testing.wait_for(function() return values[#values] == "later" end, 5, "a later change")

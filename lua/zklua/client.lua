@@ -12,8 +12,16 @@
 --   is down (the session, its watches and ephemerals may live), LOST when the session expired,
 --   the connection stayed down for a whole session timeout (it counts as expired), or the
 --   client stopped.  After an expiry a new session is opened at once (auth re-applied)
---   and CONNECTED follows.  Listeners hear each change.  One-shot watches die with a session;
---   DataWatch and ChildrenWatch re-arm themselves.
+--   and CONNECTED follows.  Listeners hear each change.  One-shot watches die with a session:
+--   on its expiry each is called once, after the LOST listeners, with the event
+--   {type = "NONE", state = "EXPIRED_SESSION"} (kazoo's); DataWatch and ChildrenWatch re-arm
+--   themselves.
+-- * A request made while the connection is down (SUSPENDED, or before the first connection)
+--   waits for it and then runs, as kazoo queues it; it fails with SessionExpiredError if the
+--   session expires first, ConnectionClosedError if the client stops (also when the
+--   connection retry policy gives up), AuthFailedError after AUTH_FAILED.  A request already
+--   sent when the connection dropped fails with ConnectionLoss: its reply is lost, though
+--   the server may have carried it out.
 -- * Arguments are checked before anything is sent (zklua.check).
 -- * Callbacks (watches, listeners, rawlinks) run from Lua, in the thread that owns the client,
 --   while a blocking call waits or when the host calls zk:dispatch().  State fields change
@@ -271,12 +279,21 @@ function Client:_change_state(state, client_state)
   end
   if state == self.state then return end
   self.state = state
-  if state == "LOST" then self._watchers = {} end -- one-shot watches died with the session
+  local died -- one-shot watches died with the session
+  if state == "LOST" then died, self._watchers = self._watchers, {} end
   local listeners = {}
   for i, fn in ipairs(self._listeners) do listeners[i] = fn end
   for _, fn in ipairs(listeners) do
     local ok, remove = call_user(self, "state listener", fn, state)
     if ok and remove == true then self:remove_listener(fn) end
+  end
+  if died and client_state == "EXPIRED_SESSION" then
+    -- as kazoo: each is called once with a NONE event, so that a watch loop learns of it
+    local ids = {}
+    for id in pairs(died) do ids[#ids + 1] = id end
+    table.sort(ids) -- in the order they were set
+    local event = { type = "NONE", state = "EXPIRED_SESSION" }
+    for _, id in ipairs(ids) do call_user(self, "watch callback", died[id], event) end
   end
 end
 

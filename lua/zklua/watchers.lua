@@ -62,7 +62,9 @@ function DataWatch:_fetch(event)
   if self.stopped then return end
   local client, path, watch = self.client, self.path, self
   local ticket = begin_fetch(self)
-  local on_change = function(ev) watch:_fetch(ev) end
+  local on_change = function(ev) -- NONE: the session expired, CONNECTED will re-arm
+    if ev.type ~= "NONE" then watch:_fetch(ev) end
+  end
   local ok, data, stat = pcall(client.retry, client, client.get, client, path, on_change)
   if overtaken(self, ticket) then return end
   if not ok and errors.is(data, errors.NoNodeError) then

@@ -31,8 +31,21 @@ void zkl_multi_free(zkl_multi *m)
     free(m);
 }
 
+static void free_request(zkl_request *r)
+{
+    if (!r)
+        return;
+    free(r->owned_path);
+    free(r->owned_value);
+    for (int i = 0; i < 3; i++)
+        free(r->owned_strings[i]);
+    zkl_acl_free(&r->owned_acl);
+    free(r);
+}
+
 void zkl_event_clear(zkl_event *ev)
 {
+    free_request(ev->request);
     if (!ev->data_borrowed)
         free(ev->data);
     free(ev->path);

@@ -72,12 +72,27 @@ typedef struct zkl_multi {
     int owned_count, owned_capacity;
 } zkl_multi;
 
+/* The arguments of an op (ops.c): borrowed from the caller while the op is handed to the
+ * library at once, or the op's own copies (the owned_* fields) while it waits to be sent. */
+typedef struct zkl_request {
+    const char *path;
+    const char *value; /* NULL: empty */
+    int len;
+    int version, flags, want_stat, watch;
+    int64_t ttl; /* a create's, ms; 0: none */
+    const struct ACL_vector *acl;
+    const char *joining, *leaving, *members; /* a reconfig's (NULL: none) */
+    int64_t from_config;
+    char *owned_path, *owned_value, *owned_strings[3];
+    struct ACL_vector owned_acl;
+} zkl_request;
+
 struct zkl_session;
 
 typedef struct zkl_event {
     struct zkl_event *next, *prev; /* queue or pending-list links */
-    struct zkl_event *cork_next;   /* a read waiting to be sent (ops.c, the cork) */
-    int cork_watch;                /* ... with a watch */
+    struct zkl_event *unsent_next; /* an op waiting to be sent (ops.c) */
+    zkl_request *request;          /* ... and what it will send */
     struct zkl_session *session;   /* for completion callbacks, which get only the event */
     zkl_event_kind kind;
     uint64_t id;        /* op id; for a watch, the id of the op that set it */

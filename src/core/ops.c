@@ -6,18 +6,27 @@
  * never calls back, so the refusal is turned into the op's completion here.  Callbacks copy
  * what they are handed (the library frees it on return) and queue the op.
  *
- * The cork: reads for the caller (get, exists, children without a route) are not handed to
- * the library one by one but wait in the session's cork until the owner next waits,
- * delivers events or sends anything else (zkl_ops_flush), or CORK_MAX of them gathered.  The
- * library wakes its I/O thread (a pipe write, a context switch) for every op it is handed;
- * handed a burst, its thread sends the burst in a few wake-ups, as it does for a C program's
- * loop of zoo_aget.  At the pace a script makes calls, every read woke it: that cost more
- * than everything else an async read costs.  Only reads wait, and every other op sends them
- * first, so the server sees a session's ops in the order they were made, and no write is held
- * back.  While reads wait the session's fd is readable, so an event loop polling it comes
- * back (dispatch) and sends them.  A host that reads a notify socket instead (waker.h, nginx)
- * gets no cork: there the fd's poke would wake the host once more for every read, a round
- * trip through its event loop that costs more than the library's wake-up it saves.
+ * Ops wait, unsent, while the session is not connected: libzookeeper fails every request it
+ * holds when a connection attempt fails, so an op handed to it between connections would fail
+ * with ConnectionLoss though the server never saw it; kazoo queues such requests until it
+ * reconnects.  Such an op keeps its own copy of its arguments (zkl_request) in the session's
+ * unsent list, and is handed to the library, in order, once the session is CONNECTED again
+ * (session.c); if the session ends first (expired, auth failed, stopped) it fails with the
+ * others when the handle closes.  An op the library already holds when the connection drops
+ * fails with ConnectionLoss as before: its request may have reached the server.
+ *
+ * The cork: reads for the caller (get, exists, children without a route) wait in the same
+ * unsent list while connected, until the owner next waits, delivers events or sends anything
+ * else (zkl_ops_flush), or CORK_MAX of them gathered.  The library wakes its I/O thread (a
+ * pipe write, a context switch) for every op it is handed; handed a burst, its thread sends
+ * the burst in a few wake-ups, as it does for a C program's loop of zoo_aget.  At the pace a
+ * script makes calls, every read woke it: that cost more than everything else an async read
+ * costs.  Every other op sends the list first, so the server sees a session's ops in the order
+ * they were made, and no write is held back.  While reads wait the session's fd is readable,
+ * so an event loop polling it comes back (dispatch) and sends them.  A host that reads a
+ * notify socket instead (waker.h, nginx) gets no cork: there the fd's poke would wake the
+ * host once more for every read, a round trip through its event loop that costs more than
+ * the library's wake-up it saves.
  */
 #include "ops.h"
 
@@ -25,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "session_private.h"
 
 /* Reads gathered before they are sent anyway.  A bigger burst wakes the I/O thread fewer times
@@ -49,7 +59,7 @@ static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *ro
     return op;
 }
 
-/* A new op sent at once: the reads waiting in the cork go first. */
+/* A new op that is not corked: the reads waiting in the cork go first. */
 static zkl_event *new_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
     zkl_ops_flush(s);
@@ -90,18 +100,6 @@ static int handle_rc(const zkl_session *s)
         (s->zh && zoo_state(s->zh) == ZOO_AUTH_FAILED_STATE))
         return ZAUTHFAILED;
     return s->zh ? ZOK : ZSESSIONEXPIRED;
-}
-
-/* The handle's verdict, after asking for the watch whatever it is (see want_watch). */
-static int watch_rc(zkl_session *s, zkl_event *op, int watch)
-{
-    int rc = handle_rc(s);
-    if (watch) {
-        int wrc = want_watch(s, op);
-        if (rc == ZOK)
-            rc = wrc;
-    }
-    return rc;
 }
 
 /* The server's UNKNOWNSESSION (Java's KeeperException.Code -12; zookeeper.h has no name for
@@ -281,6 +279,179 @@ static void *watch_ctx(const zkl_event *op)
     return (void *)(uintptr_t)op->id;
 }
 
+/* Whether ops may go to the library now: a live handle, connected as the owner knows it and
+ * as the library does (the owner hears of a drop only through the queue; an op handed to a
+ * library that is between connections fails with ConnectionLoss at its next failed attempt). */
+static int connected_now(zkl_session *s)
+{
+    if (!s->zh || s->state != ZKL_CONNECTED)
+        return 0;
+    int st = zoo_state(s->zh);
+    return st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE;
+}
+
+/* Hands op to the library with the arguments r; what zoo_a* returned. */
+static int call_library(zkl_session *s, zkl_event *op, const zkl_request *r)
+{
+    zhandle_t *zh = s->zh;
+    const char *value = zkl_wire_value(r->value, r->len);
+    watcher_fn watcher = op->watch_requested ? zkl_on_watch : NULL;
+    void *ctx = op->watch_requested ? watch_ctx(op) : NULL;
+    switch (op->op) {
+    case ZKL_OP_CREATE:
+        if (r->ttl > 0 && r->want_stat)
+            return zoo_acreate2_ttl(zh, r->path, value, r->len, r->acl, r->flags, r->ttl,
+                                    on_string_stat, op);
+        if (r->ttl > 0)
+            return zoo_acreate_ttl(zh, r->path, value, r->len, r->acl, r->flags, r->ttl,
+                                   on_string, op);
+        if (r->want_stat)
+            return zoo_acreate2(zh, r->path, value, r->len, r->acl, r->flags, on_string_stat, op);
+        return zoo_acreate(zh, r->path, value, r->len, r->acl, r->flags, on_string, op);
+    case ZKL_OP_DELETE:
+        return zoo_adelete(zh, r->path, r->version, on_void, op);
+    case ZKL_OP_EXISTS:
+        return zoo_awexists(zh, r->path, watcher, ctx, on_stat, op);
+    case ZKL_OP_GET:
+        return zoo_awget(zh, r->path, watcher, ctx, on_data, op);
+    case ZKL_OP_CHILDREN: /* always children2: the stat costs the server nothing more */
+        return zoo_awget_children2(zh, r->path, watcher, ctx, on_strings_stat, op);
+    case ZKL_OP_SET:
+        return zoo_aset(zh, r->path, value, r->len, r->version, on_stat, op);
+    case ZKL_OP_GET_ACL:
+        return zoo_aget_acl(zh, r->path, on_acl, op);
+    case ZKL_OP_SET_ACL:
+        return zoo_aset_acl(zh, r->path, r->version, (struct ACL_vector *)r->acl, on_void, op);
+    case ZKL_OP_SYNC:
+        return zoo_async(zh, r->path, on_string, op);
+    case ZKL_OP_MULTI: {
+        zkl_multi *m = op->multi;
+        return zoo_amulti(zh, m->count, m->ops, m->results, on_void, op);
+    }
+    case ZKL_OP_RECONFIG:
+        return zoo_areconfig(zh, r->joining, r->leaving, r->members, r->from_config, on_data,
+                             op);
+    case ZKL_OP_AUTH:
+        break; /* send_auth's own way */
+    }
+    return ZBADARGUMENTS;
+}
+
+/* Gives op its own copy of r, so that it can wait; 0, or -1 when out of memory. */
+static int keep_request(zkl_event *op, const zkl_request *r)
+{
+    zkl_request *kept = calloc(1, sizeof *kept);
+    if (!kept)
+        return -1;
+    op->request = kept; /* freed with the event, whatever happens next */
+    *kept = *r;
+    kept->owned_path = NULL;
+    kept->owned_value = NULL;
+    memset(kept->owned_strings, 0, sizeof kept->owned_strings);
+    memset(&kept->owned_acl, 0, sizeof kept->owned_acl);
+    if (r->path && !(kept->path = kept->owned_path = strdup(r->path)))
+        return -1;
+    if (r->value && !(kept->value = kept->owned_value = copy_bytes(r->value, r->len)))
+        return -1;
+    const char **strings[] = {&kept->joining, &kept->leaving, &kept->members};
+    for (int i = 0; i < 3; i++) {
+        if (*strings[i] && !(*strings[i] = kept->owned_strings[i] = strdup(*strings[i])))
+            return -1;
+    }
+    if (r->acl) {
+        if (zkl_acl_copy(&kept->owned_acl, r->acl) != 0)
+            return -1;
+        kept->acl = &kept->owned_acl;
+    }
+    return 0;
+}
+
+static void append_unsent(zkl_session *s, zkl_event *op)
+{
+    if (s->unsent_tail)
+        s->unsent_tail->unsent_next = op;
+    else
+        s->unsent_head = op;
+    s->unsent_tail = op;
+    s->unsent_count++;
+}
+
+/*
+ * Submits op with the caller's arguments r: handed to the library at once when the session is
+ * connected and nothing waits before it, else kept in the unsent list, in order.  A read that
+ * may be corked waits there even when connected (see the top of this file).  An op the handle
+ * refuses (stopped, auth failed, expired) fails at once.  A watch is asked for whatever the
+ * verdict (see want_watch).  Returns the op's id; its event follows.
+ */
+static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int may_cork)
+{
+    uint64_t id = op->id;
+    int rc = handle_rc(s);
+    if (r->watch) {
+        int wrc = want_watch(s, op);
+        if (rc == ZOK)
+            rc = wrc;
+    }
+    if (rc != ZOK)
+        return submitted(s, op, rc);
+    int connected = connected_now(s);
+    if (connected && !s->unsent_head && !may_cork)
+        return submitted(s, op, call_library(s, op, r));
+    if (keep_request(op, r) != 0)
+        return submitted(s, op, ZSYSTEMERROR);
+    append_unsent(s, op);
+    if (!connected)
+        return id; /* sent once the session is connected (session.c) */
+    if (s->unsent_count == 1)
+        zkl_queue_poke(&s->queue);
+    if (s->unsent_count >= CORK_MAX)
+        zkl_ops_flush(s);
+    return id;
+}
+
+void zkl_ops_flush(zkl_session *s)
+{
+    if (!s->unsent_head || (handle_rc(s) == ZOK && !connected_now(s)))
+        return; /* nothing waits, or it waits for the connection */
+    while (s->unsent_head) {
+        zkl_event *op = s->unsent_head;
+        s->unsent_head = op->unsent_next;
+        op->unsent_next = NULL;
+        s->unsent_count--;
+        if (!s->unsent_head)
+            s->unsent_tail = NULL;
+        op->generation = s->generation;
+        int rc = handle_rc(s);
+        if (rc == ZOK)
+            rc = call_library(s, op, op->request);
+        submitted(s, op, rc);
+    }
+}
+
+void zkl_ops_drop_unsent(zkl_session *s)
+{
+    zkl_event *op = s->unsent_head;
+    while (op) {
+        zkl_event *next = op->unsent_next;
+        op->unsent_next = NULL;
+        op = next;
+    }
+    s->unsent_head = s->unsent_tail = NULL;
+    s->unsent_count = 0;
+}
+
+/* A read: may wait in the cork when it is the caller's. */
+static uint64_t read_op(zkl_session *s, zkl_op_type type, const char *path, int watch,
+                        const zkl_route *route)
+{
+    int may_cork = !route && !s->no_cork;
+    zkl_event *op = may_cork ? alloc_op(s, type, NULL) : new_op(s, type, route);
+    if (!op)
+        return 0;
+    zkl_request r = {.path = path, .watch = watch};
+    return submit(s, op, &r, may_cork);
+}
+
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
                        const struct ACL_vector *acl, int flags, int want_stat,
                        const zkl_route *route)
@@ -295,17 +466,9 @@ uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, 
     zkl_event *op = new_op(s, ZKL_OP_CREATE, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    const char *v = zkl_wire_value(value, len);
-    if (rc == ZOK && ttl > 0 && want_stat)
-        rc = zoo_acreate2_ttl(s->zh, path, v, len, acl, flags, ttl, on_string_stat, op);
-    else if (rc == ZOK && ttl > 0)
-        rc = zoo_acreate_ttl(s->zh, path, v, len, acl, flags, ttl, on_string, op);
-    else if (rc == ZOK && want_stat)
-        rc = zoo_acreate2(s->zh, path, v, len, acl, flags, on_string_stat, op);
-    else if (rc == ZOK)
-        rc = zoo_acreate(s->zh, path, v, len, acl, flags, on_string, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.path = path, .value = value, .len = len, .acl = acl, .flags = flags,
+                     .ttl = ttl, .want_stat = want_stat};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route)
@@ -313,87 +476,8 @@ uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_
     zkl_event *op = new_op(s, ZKL_OP_DELETE, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_adelete(s->zh, path, version, on_void, op);
-    return submitted(s, op, rc);
-}
-
-/* Hands a read to the library; what zoo_aw* returned. */
-static int send_read(zkl_session *s, zkl_event *op, const char *path, int watch)
-{
-    int rc = watch_rc(s, op, watch);
-    if (rc != ZOK)
-        return rc;
-    watcher_fn watcher = watch ? zkl_on_watch : NULL;
-    void *ctx = watch ? watch_ctx(op) : NULL;
-    switch (op->op) {
-    case ZKL_OP_EXISTS:
-        return zoo_awexists(s->zh, path, watcher, ctx, on_stat, op);
-    case ZKL_OP_GET:
-        return zoo_awget(s->zh, path, watcher, ctx, on_data, op);
-    default: /* Always children2: the stat costs the server nothing more. */
-        return zoo_awget_children2(s->zh, path, watcher, ctx, on_strings_stat, op);
-    }
-}
-
-/* A read: into the cork when it is the caller's and a handle is there, else sent now. */
-static uint64_t read_op(zkl_session *s, zkl_op_type type, const char *path, int watch,
-                        const zkl_route *route)
-{
-    if (route || !s->zh || s->no_cork) {
-        zkl_event *op = new_op(s, type, route);
-        if (!op)
-            return 0;
-        return submitted(s, op, send_read(s, op, path, watch));
-    }
-    zkl_event *op = alloc_op(s, type, NULL);
-    if (!op)
-        return 0;
-    op->path = strdup(path);
-    if (!op->path)
-        return submitted(s, op, ZSYSTEMERROR);
-    op->cork_watch = watch;
-    if (s->cork_tail)
-        s->cork_tail->cork_next = op;
-    else
-        s->cork_head = op;
-    s->cork_tail = op;
-    if (s->cork_count++ == 0)
-        zkl_queue_poke(&s->queue);
-    uint64_t id = op->id; /* sent (and maybe completed) below */
-    if (s->cork_count >= CORK_MAX)
-        zkl_ops_flush(s);
-    return id;
-}
-
-void zkl_ops_flush(zkl_session *s)
-{
-    while (s->cork_head) {
-        zkl_event *op = s->cork_head;
-        s->cork_head = op->cork_next;
-        op->cork_next = NULL;
-        s->cork_count--;
-        if (!s->cork_head)
-            s->cork_tail = NULL;
-        char *path = op->path; /* the event's path is a watch's: the op is the library's now */
-        op->path = NULL;
-        op->generation = s->generation;
-        submitted(s, op, send_read(s, op, path, op->cork_watch));
-        free(path);
-    }
-}
-
-void zkl_ops_drop_cork(zkl_session *s)
-{
-    zkl_event *op = s->cork_head;
-    while (op) {
-        zkl_event *next = op->cork_next;
-        op->cork_next = NULL;
-        op = next;
-    }
-    s->cork_head = s->cork_tail = NULL;
-    s->cork_count = 0;
+    zkl_request r = {.path = path, .version = version};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route)
@@ -417,10 +501,8 @@ uint64_t zkl_op_set(zkl_session *s, const char *path, const char *value, int len
     zkl_event *op = new_op(s, ZKL_OP_SET, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_aset(s->zh, path, zkl_wire_value(value, len), len, version, on_stat, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.path = path, .value = value, .len = len, .version = version};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_get_acl(zkl_session *s, const char *path, const zkl_route *route)
@@ -428,10 +510,8 @@ uint64_t zkl_op_get_acl(zkl_session *s, const char *path, const zkl_route *route
     zkl_event *op = new_op(s, ZKL_OP_GET_ACL, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_aget_acl(s->zh, path, on_acl, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.path = path};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
@@ -440,10 +520,8 @@ uint64_t zkl_op_set_acl(zkl_session *s, const char *path, int version,
     zkl_event *op = new_op(s, ZKL_OP_SET_ACL, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_aset_acl(s->zh, path, version, (struct ACL_vector *)acl, on_void, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.path = path, .version = version, .acl = acl};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_sync(zkl_session *s, const char *path, const zkl_route *route)
@@ -451,10 +529,8 @@ uint64_t zkl_op_sync(zkl_session *s, const char *path, const zkl_route *route)
     zkl_event *op = new_op(s, ZKL_OP_SYNC, route);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_async(s->zh, path, on_string, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.path = path};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route)
@@ -465,10 +541,8 @@ uint64_t zkl_op_multi(zkl_session *s, zkl_multi *m, const zkl_route *route)
         return 0;
     }
     op->multi = m;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_amulti(s->zh, m->count, m->ops, m->results, on_void, op);
-    return submitted(s, op, rc);
+    zkl_request r = {0};
+    return submit(s, op, &r, 0);
 }
 
 uint64_t zkl_op_reconfig(zkl_session *s, const char *joining, const char *leaving,
@@ -477,10 +551,9 @@ uint64_t zkl_op_reconfig(zkl_session *s, const char *joining, const char *leavin
     zkl_event *op = new_op(s, ZKL_OP_RECONFIG, NULL);
     if (!op)
         return 0;
-    int rc = handle_rc(s);
-    if (rc == ZOK)
-        rc = zoo_areconfig(s->zh, joining, leaving, members, from_config, on_data, op);
-    return submitted(s, op, rc);
+    zkl_request r = {.joining = joining, .leaving = leaving, .members = members,
+                     .from_config = from_config};
+    return submit(s, op, &r, 0);
 }
 
 static uint64_t send_auth(zkl_session *s, const zkl_auth *a, int internal)

@@ -168,7 +168,7 @@ static void drop_all_routed_watches(zkl_session *s)
 /* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
 static void close_handle(zkl_session *s, int rc)
 {
-    zkl_ops_drop_cork(s);
+    zkl_ops_drop_unsent(s);
     atomic_store(&s->closing_rc, rc);
     if (s->zh) {
         zkl_reconnect_interrupt(&s->reconnect); /* close joins the I/O thread: no pause left */
@@ -404,6 +404,8 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     }
     if (s->state != ZKL_SUSPENDED)
         end_suspension(s);
+    if (s->state == ZKL_CONNECTED)
+        zkl_ops_flush(s); /* what waited for the connection goes first (ops.c) */
     if (s->state == old_state && s->client_state == old_client_state)
         return NULL;
     return new_state_event(s);

@@ -67,8 +67,10 @@ struct zkl_session {
     int auth_count;
 
     char *read_buffer;        /* direct reads' buffer (ops_now.c), made on first use */
-    zkl_event *cork_head, *cork_tail; /* reads not sent yet, oldest first (ops.c) */
-    int cork_count;
+    /* ops not handed to the library yet, oldest first: corked reads, or anything made while
+     * the session is not connected (ops.c) */
+    zkl_event *unsent_head, *unsent_tail;
+    int unsent_count;
     int no_cork;              /* reads go out at once: a host reads a notify socket (waker.h) */
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
@@ -79,13 +81,14 @@ struct zkl_session {
 /* ops.c: the library's watcher for one-shot watches; ctx is the op id. */
 void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx);
 
-/* ops.c: sends the reads waiting in the cork, in order.  Everything that waits for, delivers
- * or sends anything else calls it first (see zkl_op_read). */
+/* ops.c: sends the ops waiting unsent, in order, if the session is connected (or fails them
+ * if its handle is gone).  Everything that waits for, delivers or sends anything else calls
+ * it first, and so does the owner when the session connects. */
 void zkl_ops_flush(zkl_session *s);
 
-/* ops.c: forgets the cork without sending it (the handle closes: its ops, still pending,
- * are failed with the rest). */
-void zkl_ops_drop_cork(zkl_session *s);
+/* ops.c: forgets the unsent ops without sending them (the handle closes: they are still
+ * pending, and are failed with the rest). */
+void zkl_ops_drop_unsent(zkl_session *s);
 
 /* ops.c: re-sends the remembered auths on a fresh handle (completions are internal). */
 void zkl_ops_reapply_auth(zkl_session *s);
