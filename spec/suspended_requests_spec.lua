@@ -1,8 +1,10 @@
 -- Requests made while the connection is down (SUSPENDED) wait for the reconnection and then
 -- run, in order, as kazoo queues them; they fail with SessionExpiredError when the session is
 -- gone first, with ConnectionClosedError when the client stops or its connection retry policy
--- gives up, and with TimeoutError at the bound a future's get() is given.  A request already
--- sent when the connection dropped still fails with ConnectionLoss: its reply is lost.
+-- gives up, and with TimeoutError at the bound a future's get() is given.  Made while a new
+-- session's first connection is awaited (LOST, after an expiry), a request waits at most a
+-- session timeout, then fails with ConnectionLoss.  A request already sent when the
+-- connection dropped still fails with ConnectionLoss: its reply is lost.
 --
 -- The faults come from zklua.testing.proxy: refuse() makes every reconnection attempt fail
 -- (the server looks down), and the proxy counts the connections it accepted, so a test waits
@@ -188,6 +190,20 @@ describe("requests made while SUSPENDED", function()
     raises(errors.SessionExpiredError, created.get, created, 60)
     assert.are.equal("LOST", zk.state)
     assert.is_nil(other:exists(path))
+  end)
+
+  it("made while a new session connects, wait at most a session timeout (ConnectionLoss)",
+     function()
+    zk = client_through_proxy{ timeout = 2 }
+    go_down(zk)
+    testing.wait_for(function() return zk.state == "LOST" end, 60, "LOST")
+    local created = zk:create_async(path, "v0")
+    raises(errors.ConnectionLoss, created.get, created, 60)
+    assert.are.equal("LOST", zk.state)
+    proxy:refuse(false)
+    testing.wait_for(function() return zk.state == "CONNECTED" end, 60, "a new session")
+    assert.is_nil(zk:exists(path))
+    assert.are.equal(path, zk:create(path, "v1"))
   end)
 
   it("fail with ConnectionClosedError when the client stops", function()

@@ -80,6 +80,7 @@ typedef struct zkl_request {
     int len;
     int version, flags, want_stat, watch;
     int64_t ttl; /* a create's, ms; 0: none */
+    long long since_ms; /* CLOCK_MONOTONIC ms when it began to wait (ops.c) */
     const struct ACL_vector *acl;
     const char *joining, *leaving, *members; /* a reconfig's (NULL: none) */
     int64_t from_config;

@@ -12,8 +12,12 @@
  * reconnects.  Such an op keeps its own copy of its arguments (zkl_request) in the session's
  * unsent list, and is handed to the library, in order, once the session is CONNECTED again
  * (session.c); if the session ends first (expired, auth failed, stopped) it fails with the
- * others when the handle closes.  An op the library already holds when the connection drops
- * fails with ConnectionLoss as before: its request may have reached the server.
+ * others when the handle closes.  While SUSPENDED that happens within a session timeout (the
+ * session then counts as lost, session.c); while a new session's handle has not connected
+ * yet (after an expiry) an op waits at most a session timeout too, then fails with
+ * ConnectionLoss (zkl_ops_fail_overdue): no wait is without an end.  An op the library
+ * already holds when the connection drops fails with ConnectionLoss as before: its request
+ * may have reached the server.
  *
  * The cork: reads for the caller (get, exists, children without a route) wait in the same
  * unsent list while connected, until the owner next waits, delivers events or sends anything
@@ -35,6 +39,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "clock.h"
 #include "session_private.h"
 
 /* Reads gathered before they are sent anyway.  A bigger burst wakes the I/O thread fewer times
@@ -107,12 +112,17 @@ static int handle_rc(const zkl_session *s)
  * reached this client.  It means what ZSESSIONEXPIRED means, and is reported as that. */
 enum { ZKL_SERVER_UNKNOWN_SESSION = -12 };
 
+/* libzookeeper fails the ops it holds with ZOPERATIONTIMEOUT when it gives a connection up
+ * for silence (its read timeout): that is a lost connection, kazoo's ConnectionLoss, and no
+ * server sends the code. */
 static void finish(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
     else if (rc == ZKL_SERVER_UNKNOWN_SESSION)
         rc = ZSESSIONEXPIRED;
+    else if (rc == ZOPERATIONTIMEOUT)
+        rc = ZCONNECTIONLOSS;
     op->rc = rc;
     zkl_queue_complete(&op->session->queue, op);
 }
@@ -366,6 +376,47 @@ static int keep_request(zkl_event *op, const zkl_request *r)
     return 0;
 }
 
+/* The unsent timer's event only wakes the owner: next() then fails what is overdue. */
+static void unsent_timer_due(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)ev;
+    (void)ctx;
+    s->unsent_timer = 0;
+}
+
+/* Ops wait for a new session's first connection (state LOST: no session to wait for yet) at
+ * most a session timeout: arms a timer for the oldest one's deadline, unless one is armed.
+ * While SUSPENDED the session's own timeout bounds the wait (session.c). */
+static void bound_the_wait(zkl_session *s)
+{
+    if (s->state != ZKL_LOST || s->unsent_timer || !s->unsent_head)
+        return;
+    long long left = s->unsent_head->request->since_ms + s->timeout_ms - zkl_monotonic_ms();
+    zkl_route wake = {unsent_timer_due, NULL};
+    /* 0 when no timer could be armed: the owner's wait slices still bring it to the check */
+    s->unsent_timer = zkl_session_add_timer(s, left > 0 ? (long)left + 1 : 1, &wake);
+}
+
+int zkl_ops_fail_overdue(zkl_session *s)
+{
+    if (s->state != ZKL_LOST || s->stopped)
+        return 0;
+    long long now = zkl_monotonic_ms();
+    int failed = 0;
+    while (s->unsent_head && s->unsent_head->request->since_ms + s->timeout_ms <= now) {
+        zkl_event *op = s->unsent_head;
+        s->unsent_head = op->unsent_next;
+        op->unsent_next = NULL;
+        s->unsent_count--;
+        if (!s->unsent_head)
+            s->unsent_tail = NULL;
+        submitted(s, op, ZCONNECTIONLOSS);
+        failed++;
+    }
+    bound_the_wait(s);
+    return failed;
+}
+
 static void append_unsent(zkl_session *s, zkl_event *op)
 {
     if (s->unsent_tail)
@@ -400,8 +451,11 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
     if (keep_request(op, r) != 0)
         return submitted(s, op, ZSYSTEMERROR);
     append_unsent(s, op);
-    if (!connected)
+    if (!connected) {
+        op->request->since_ms = zkl_monotonic_ms();
+        bound_the_wait(s);
         return id; /* sent once the session is connected (session.c) */
+    }
     if (s->unsent_count == 1)
         zkl_queue_poke(&s->queue);
     if (s->unsent_count >= CORK_MAX)

@@ -3,8 +3,12 @@
  *
  * Each function returns the op's id (never 0 once memory is there; 0 means out of memory) and
  * the session later delivers exactly one ZKL_EV_OP event with that id: the result, the server's
- * error, ZCONNECTIONLOSS when the connection dropped, ZSESSIONEXPIRED when the session died,
- * ZCLOSING when the session was stopped.  Strings and ACLs are read during the call only.
+ * error, ZCONNECTIONLOSS when the connection dropped (or timed out) after the op was sent,
+ * ZSESSIONEXPIRED when the session died, ZCLOSING when the session was stopped.  An op made
+ * while the session is not connected waits, unsent, for the connection (ops.c): it is sent
+ * once CONNECTED, or fails as the session ends, or with ZCONNECTIONLOSS after a session
+ * timeout while a new session's handle connects.  Strings and ACLs are read during the call
+ * only (a waiting op keeps its own copies).
  * Paths are not validated here beyond what the library does: check them before calling.
  * A watch, when asked for, fires at most once as a ZKL_EV_WATCH event carrying the op's id;
  * the op's event says whether the library registered it (watch_registered).

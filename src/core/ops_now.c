@@ -51,6 +51,8 @@ static int done(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
+    else if (rc == ZOPERATIONTIMEOUT) /* a connection given up for silence (ops.c, finish) */
+        rc = ZCONNECTIONLOSS;
     op->rc = rc;
     if (op->watch_registered)
         op->session->watches_out++;

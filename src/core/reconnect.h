@@ -25,8 +25,8 @@
  *   after it starts at once.
  * A pause is interrupted, and no other starts, once zkl_reconnect_interrupt() is called: the
  * owner does so before zookeeper_close(), which joins the I/O thread.  Ops made while the
- * client waits between passes fail with ConnectionLoss at the next failed attempt, as they
- * would without the pause.
+ * client is between connections are not handed to the library (it would fail them at the
+ * next failed attempt): they wait for the connection in the session (ops.c).
  */
 #ifndef ZKL_RECONNECT_H
 #define ZKL_RECONNECT_H

@@ -518,6 +518,8 @@ zkl_event *zkl_session_next(zkl_session *s)
     retry_open_if_owed(s);
     for (;;) {
         zkl_event *ev = zkl_queue_pop(&s->queue);
+        if (!ev && zkl_ops_fail_overdue(s) > 0)
+            continue; /* their failures are queued now */
         if (!ev) /* news from the library first: a reconnection may be among it */
             return lose_if_suspended_too_long(s);
         zkl_event *out = NULL;

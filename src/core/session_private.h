@@ -71,6 +71,7 @@ struct zkl_session {
      * the session is not connected (ops.c) */
     zkl_event *unsent_head, *unsent_tail;
     int unsent_count;
+    uint64_t unsent_timer;    /* wakes the owner when the oldest is overdue (0: none armed) */
     int no_cork;              /* reads go out at once: a host reads a notify socket (waker.h) */
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
@@ -85,6 +86,11 @@ void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ct
  * if its handle is gone).  Everything that waits for, delivers or sends anything else calls
  * it first, and so does the owner when the session connects. */
 void zkl_ops_flush(zkl_session *s);
+
+/* ops.c: while the session is LOST (a new handle not yet connected), fails with
+ * ZCONNECTIONLOSS the unsent ops that waited a session timeout; how many it failed (their
+ * events are queued). */
+int zkl_ops_fail_overdue(zkl_session *s);
 
 /* ops.c: forgets the unsent ops without sending them (the handle closes: they are still
  * pending, and are failed with the rest). */

@@ -24,7 +24,8 @@
 --   stops every attached client and wakes every waiter; a wait whose condition does not hold
 --   then raises ConnectionClosedError, so no coroutine keeps the host from exiting.
 -- * Waiting never changes what a connection loss or an expiry does: SUSPENDED lets waits go on
---   (ops fail with ConnectionLoss as under the blocking handler), LOST fails them with
+--   (ops in flight fail with ConnectionLoss, new ones wait for the connection, as under the
+--   blocking handler), LOST fails them with
 --   SessionExpiredError, zk:stop() fails every op in flight with ConnectionClosedError and wakes
 --   the coroutines waiting for them at once.
 --
