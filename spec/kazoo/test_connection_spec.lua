@@ -81,6 +81,7 @@ describe("test_connection.py", function()
     local ev = on_connected(client)
     proxy:silence("up") -- nothing the client writes reaches the server
     raises(errors.ConnectionLoss, client.create, client, path)
+    proxy:drop() -- what the client wrote is dropped with the connection, never sent on
     proxy:resume()
     -- the client reconnects automatically
     testing.wait_for(function() return ev.set end, 30, "CONNECTED")
