@@ -274,8 +274,9 @@ describe("zklua in nginx (ngx_lua, LuaJIT)", function()
     local status, body = request(nginx.port, "/get")
     assert.are.equal(503, status, body) -- a clean error while ZooKeeper is away
     status, body = request(nginx.port, "/counter")
-    assert.are.equal(503, status, body) -- the add's timeout ($ZKLUA_CALL_TIMEOUT) ended it
-    assert.truthy(body:find("TimeoutError", 1, true), body)
+    -- a LOST client refuses a call at once, as kazoo's does in EXPIRED_SESSION
+    assert.are.equal(503, status, body)
+    assert.truthy(body:find("SessionExpiredError", 1, true), body)
     server:node(1):start()
     observer = helpers.client(server.hosts)
     local _, statuses = nginx:settled(observer, app, 4, "one leader re-elected on new sessions")

@@ -21,9 +21,10 @@
 --                 holds it ?hold= s (default 0), releases it: body "acquired" or "timeout"
 --   GET /status   JSON: pid, session state, leader or not, config version, ...
 -- Every answer carries X-Worker-Pid.  A ZooKeeper error answers 503 with the error's text.
--- How long a request may wait: a plain op (zk:get) ends with ConnectionLoss once the
--- connection is lost (at most 2/3 of the session timeout after the server went silent); a lock
--- acquire and a counter add wait at most their timeout ($ZKLUA_CALL_TIMEOUT, default 2 s;
+-- How long a request may wait: a plain op (zk:get) made while the connection is down waits for
+-- the reconnection, as kazoo's, and fails with SessionExpiredError once the session counts as
+-- expired (at most the session timeout); one made while the session is LOST fails at once.  A
+-- lock acquire and a counter add wait at most their timeout ($ZKLUA_CALL_TIMEOUT, default 2 s;
 -- TimeoutError, a 503, for the add).
 -- exit_worker(): zk:close().  The handler's poller already stopped the client when the worker
 -- began exiting (ngx.worker.exiting(): every waiting request was woken with
