@@ -491,8 +491,10 @@ function Client:command(cmd)
     check.fail("command", "cmd", "cmd must be a four-letter word such as \"ruok\" (got " ..
                (type(cmd) == "string" and string.format("%q", cmd) or type(cmd)) .. ")")
   end
-  self:_usable_session("command") -- stopped, closed, AUTH_FAILED: as every call, at once
-  local server = self.connected and self._session:current_server()
+  -- as kazoo's, whatever the reason (stopped, closed, AUTH_FAILED, SUSPENDED): without a
+  -- connection there is no server to ask, ConnectionLoss (test_client.py's
+  -- test_version_no_connection)
+  local server = self.connected and self._session and self._session:current_server()
   if not server then errors.raise(errors.ConnectionLoss, "command: no connection to a server") end
   local host, port = server:match("^%[?(.-)%]?:(%d+)$")
   local answer = host and core.four_letter(host, tonumber(port), cmd,

@@ -358,6 +358,15 @@ describe("test_client.py", function()
     raises(errors.ConnectionClosedError, client.exists, client, "/")
   end)
 
+  it("test_watch_trigger_expire", function()
+    local client = h.client
+    local cv = false
+    client:create("/test", "")
+    client:get("/test/", function() cv = true end)
+    h:expire_session()
+    testing.wait_for(function() return cv end, 3, "the watch")
+    assert.is_true(cv)
+  end)
 
   -- TestClient
 
@@ -1099,6 +1108,76 @@ describe("test_client.py", function()
       node:start()
       if not ok then error(err, 0) end
     end)
+
+    -- utility for test_request_queuing*: a client with only one server in its list, and
+    -- infinite retries
+    local function make_request_queuing_client()
+      local server = ens:node(1)
+      local client = h:get_client({
+        hosts = server.hosts .. h.namespace,
+        connection_retry = { max_tries = -1, delay = 0.1, backoff = 1, max_jitter = 0.0 },
+      })
+      return client, server
+    end
+
+    -- utility for test_request_queuing*
+    local function request_queuing_common(client, server, path, expire_session)
+      local ev_suspended, ev_connected = false, false
+      client:add_listener(function(state)
+        if state == "SUSPENDED" then
+          ev_suspended = true
+        elseif state == "CONNECTED" then
+          ev_connected = true
+        end
+      end)
+      -- wait for the client to connect
+      client:start()
+      local result
+      local ok, err = pcall(function()
+        -- force the client to suspend
+        server:stop()
+        testing.wait_for(function() return ev_suspended end, 5, "SUSPENDED")
+        assert.is_true(ev_suspended)
+        ev_connected = false
+        -- submit a request, expecting it to be queued
+        result = client:create_async(path)
+        assert.is_false(result:ready())
+        assert.are.equal("SUSPENDED", client.state)
+        -- optionally expire the session meanwhile (kazoo mangles the client's password;
+        -- here another handle takes the session over through another node and closes it)
+        if expire_session then
+          local id, passwd = client:client_id()
+          local other = zklua.client({ hosts = ens:node(2).hosts, client_id = { id, passwd } })
+          other:start()
+          other:close()
+        end
+      end)
+      server:start()
+      if not ok then error(err, 0) end
+      -- wait for the client to reconnect (either with a recovered session, or with a new one
+      -- if expire_session was set)
+      testing.wait_for(function() return ev_connected end, 30, "CONNECTED")
+      assert.is_true(ev_connected)
+      return result
+    end
+
+    it("test_request_queuing_session_recovered", function()
+      local path = "/" .. support.uuid()
+      local client, server = make_request_queuing_client()
+      local result = request_queuing_common(client, server, path, false)
+      assert.are.equal(path, result:get())
+      assert.is_not_nil(client:exists(path))
+      client:stop()
+    end)
+
+    it("test_request_queuing_session_expired", function()
+      local path = "/" .. support.uuid()
+      local client, server = make_request_queuing_client()
+      local result = request_queuing_common(client, server, path, true)
+      raises(errors.SessionExpiredError, result.get, result)
+      client:stop()
+    end)
+
   end)
 
   describe("TestReconfig", function()
