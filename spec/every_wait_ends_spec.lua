@@ -141,6 +141,14 @@ for _, kind in ipairs({ "Lock", "ReadLock", "WriteLock" }) do
   call(kind .. ":cancel", function(c) return c[key]:cancel() end)
   call(kind .. ":on_lost", function(c) return c[key]:on_lost(nothing) end)
 end
+-- Curator's layouts (InterProcessMutex, LeaderLatch): the same classes, other nodes
+call("Lock:acquire", function(c) return c.curator_lock:acquire(true, BOUND) end)
+call("Lock:with", function(c) return c.curator_lock:with({ timeout = BOUND }, nothing) end)
+call("Lock:release", function(c) return c.curator_lock:release() end)
+call("Election:run", function(c) return c.curator_latch:run({ timeout = BOUND }, nothing) end)
+call("Election:start", function(c) return c.curator_latch:start(BOUND) end)
+call("Election:await", function(c) return c.curator_latch:await(BOUND) end)
+call("Election:stop", function(c) return c.curator_latch:stop(BOUND) end)
 call("Semaphore:acquire", function(c) return c.sem:acquire(true, BOUND) end)
 call("Semaphore:lease_holders", function(c) return c.sem:lease_holders() end)
 call("Semaphore:with", function(c) return c.sem:with({ timeout = BOUND }, nothing) end)
@@ -398,6 +406,8 @@ local function objects_of(zk, root, name)
     election = zk:Election(root .. "/election", name),
     latch = zk:Election(root .. "/latch", name),
     latch2 = zk:Election(root .. "/latch2", name),
+    curator_lock = zk:Lock(root .. "/clock", name, { layout = "curator" }),
+    curator_latch = zk:Election(root .. "/clatch", name, { layout = "curator" }),
     patient = zk:PatientChildrenWatch(root .. "/lqueue", 0.1),
     tree = zk:TreeCache(root .. "/tree"),
     sp = zk:SetPartitioner{ path = root .. "/sp", set = { "x" }, identifier = name,
@@ -479,12 +489,16 @@ describe("every call that can wait ends", function()
     zk:start()
     assert.is_true(other:Lock(root .. "/lock"):acquire())
     assert.is_true(other:WriteLock(root .. "/rwlock"):acquire())
+    assert.is_true(other:Lock(root .. "/clock", "holder", { layout = "curator" }):acquire())
     assert.is_true(other:Semaphore(root .. "/sem", nil, 1):acquire())
     other:Barrier(root .. "/barrier"):create()
     ctx = objects_of(zk, root, "me")
     local leader = other:Election(root .. "/latch", "leader")
     leader:start()
     assert.is_true(leader:await(10))
+    local curator_leader = other:Election(root .. "/clatch", "leader", { layout = "curator" })
+    curator_leader:start()
+    assert.is_true(curator_leader:await(10))
     ctx.latch:start()
     ctx.pnode:start()
     ctx.joined_party:join()
