@@ -463,11 +463,12 @@ describe("every call that can wait ends", function()
     assert(#missing == 0, "public methods neither driven through the client states nor " ..
            "listed as ones that cannot wait:\n  " .. table.concat(missing, "\n  "))
     -- and nothing listed that does not exist (a renamed method would leave its row behind)
+    for name in pairs(NO_WAIT) do driven[name] = true end
     for name in pairs(driven) do
       local class, method = name:match("^(%w+):(.+)$")
       local found = false
       for _, m in ipairs(public_methods(CLASSES[class](ctx_))) do found = found or m == method end
-      assert(found, name .. " is driven but is not a public method of " .. class)
+      assert(found, name .. " is listed but is not a public method of " .. class)
     end
     assert.is_true(classes > 20)
     ctx_.sd:close()
