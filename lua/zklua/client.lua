@@ -482,9 +482,8 @@ end
 
 --- kazoo's command: sends a four-letter word ("ruok", "envi", "srvr", ...) to the server the
 -- client is connected to, on a connection of its own; returns the answer.  Raises
--- ConnectionLoss when the client is not connected (or the server does not answer within the
--- session timeout), ConnectionClosedError when it is stopped or closed, AuthFailedError when
--- AUTH_FAILED.
+-- ConnectionLoss when the client is not connected, stopped, closed or AUTH_FAILED included
+-- (kazoo's), or when the server does not answer within the session timeout.
 function Client:command(cmd)
   cmd = cmd or "ruok"
   if type(cmd) ~= "string" or not cmd:match("^%l%l%l%l$") then
