@@ -79,15 +79,30 @@ local function check_auth_data(auth_data)
   return auth_data
 end
 
+--- n random whole numbers (0 to 2^32 - 1) from /dev/urandom: math.random would give every
+-- LuaJIT process the same sequence (it is not seeded at start), and every client of a fleet
+-- would try the servers in the same order.  math.random where /dev/urandom cannot be read.
+local function random_words(n)
+  local f = io.open("/dev/urandom", "rb")
+  local bytes = f and f:read(4 * n)
+  if f then f:close() end
+  local words = {}
+  for i = 1, n do
+    local b1, b2, b3, b4 = (bytes or ""):byte(4 * i - 3, 4 * i)
+    words[i] = b4 and ((b1 * 256 + b2) * 256 + b3) * 256 + b4 or math.random(0, 2 ^ 31 - 1)
+  end
+  return words
+end
+
 --- The hosts string handed to libzookeeper: the servers in a random order (kazoo's
 -- randomize_hosts; the library is told to keep the order it is given), or as given.
 local function connect_order(hosts, randomize)
   local servers, chroot = hosts:match("^([^/]*)(.*)$")
   if not randomize then return hosts end
-  local list = {}
-  for entry in servers:gmatch("[^,]+") do
-    table.insert(list, math.random(#list + 1), entry)
-  end
+  local entries = {}
+  for entry in servers:gmatch("[^,]+") do entries[#entries + 1] = entry end
+  local words, list = random_words(#entries), {}
+  for i, entry in ipairs(entries) do table.insert(list, words[i] % i + 1, entry) end
   return table.concat(list, ",") .. chroot
 end
 
