@@ -216,19 +216,26 @@ function Node:wait_ready(timeout)
         self.dir .. "/server.log")
 end
 
---- Stops the process by its PID (SIGTERM, then SIGKILL after 10 s) and waits for it to exit.
-function Node:stop()
-  local pid = self.pid
+-- Stops node's process by its PID (SIGTERM, then SIGKILL after 10 s) and waits for it to exit;
+-- nap(seconds) waits between looks (see stop_cluster for the finalizer's).
+local function stop_node(node, nap)
+  local pid = node.pid
   if not pid then return end
-  if self.paused then run("kill -CONT " .. pid .. " 2>/dev/null") end
+  if node.paused then run("kill -CONT " .. pid .. " 2>/dev/null") end
   run("kill -TERM " .. pid .. " 2>/dev/null")
   local deadline = core.monotonic() + 10
-  while pid_alive(pid) and core.monotonic() < deadline do sleep(0.02) end
+  while pid_alive(pid) and core.monotonic() < deadline do nap(0.02) end
   if pid_alive(pid) then
     run("kill -KILL " .. pid .. " 2>/dev/null")
     while pid_alive(pid) do core.sleep(0.02) end
   end
-  self.pid, self.paused = nil, false
+  node.pid, node.paused = nil, false
+end
+
+--- Stops the process by its PID (SIGTERM, then SIGKILL after 10 s) and waits for it to exit,
+-- running the clients' event loops meanwhile.
+function Node:stop()
+  stop_node(self, sleep)
 end
 
 --- Kills the process at once (SIGKILL), as a crash would.
@@ -291,6 +298,35 @@ local function free_ports(count, taken)
   return ports
 end
 
+-- Stops every node and proxy of cluster by PID and removes its temp dir; nap(seconds) waits
+-- between looks at a process.  Cluster:stop naps with testing's sleep (the clients' event
+-- loops run, so they see their server go); the guard, a finalizer, with core.sleep and
+-- nothing else: a finalizer must not run the clients' event loops, whose sessions may have
+-- been finalized already (the Lua state closing finalizes everything, in no order one can
+-- rely on), and under LuaJIT it must not run a pairs() loop either: the Lua state closing
+-- turns the JIT compiler off and finalizers run with trace recording disabled, and Debian's
+-- LuaJIT (2.1-20230119) then spins for ever in a pairs() loop whose compiled trace exits at
+-- its first instruction (it makes no progress without recording a side trace, a bug fixed
+-- in later LuaJIT).  Hence the numeric loops here.
+local function stop_cluster(cluster, nap)
+  local nodes = cluster.nodes
+  for i = 1, #nodes do stop_node(nodes[i], nap) end
+  for i = 1, #nodes do
+    local views = nodes[i].views -- partitionable: the proxies to node j, by j
+    for j = 1, views and #nodes or 0 do
+      local view = views[j]
+      if view then
+        view.peer:stop()
+        view.election:stop()
+      end
+    end
+  end
+  if cluster.dir and not os.getenv("ZKLUA_KEEP_SERVER_DIRS") then
+    run("rm -rf " .. shell_quote(cluster.dir))
+  end
+  cluster.dir = nil
+end
+
 local function new_cluster(size, opts)
   opts = opts or {}
   local dir = make_temp_dir()
@@ -323,11 +359,12 @@ local function new_cluster(size, opts)
   local hosts = {}
   for i, n in ipairs(cluster.nodes) do hosts[i] = n.hosts end
   cluster.hosts = table.concat(hosts, ",")
-  -- stop the processes if the test forgets to (or fails before it can)
-  cluster._guard = setmetatable({}, { __gc = function() cluster:stop() end })
+  -- stop the processes if the test forgets to (or fails before it can); see stop_cluster
+  local function finalize() stop_cluster(cluster, core.sleep) end
+  cluster._guard = setmetatable({}, { __gc = finalize })
   if _VERSION == "Lua 5.1" and newproxy then -- LuaJIT: tables have no __gc
     cluster._guard = newproxy(true)
-    getmetatable(cluster._guard).__gc = function() cluster:stop() end
+    getmetatable(cluster._guard).__gc = finalize
   end
   return cluster
 end
@@ -413,12 +450,7 @@ end
 
 --- Stops every node by PID and removes the temp dir.
 function Cluster:stop()
-  for _, n in ipairs(self.nodes) do n:stop() end
-  for _, p in ipairs(proxies_of(self, nil)) do p:stop() end
-  if self.dir and not os.getenv("ZKLUA_KEEP_SERVER_DIRS") then
-    run("rm -rf " .. shell_quote(self.dir))
-  end
-  self.dir = nil
+  stop_cluster(self, sleep)
 end
 
 --- A standalone server on a free port, started and ready.
