@@ -789,7 +789,9 @@ end
 -- persistent (or, with sequence, persistent sequential) node the server deletes once it has
 -- had no child and no change for ttl ms.  Both need ZooKeeper 3.5+; ttl needs the server's
 -- extendedTypesEnabled (else UnimplementedError).
-function Client:create_async(path, value, opts)
+function Client:create_async(path, ...)
+  local value, opts = ...
+  if select("#", ...) == 0 then value = "" end -- kazoo's value=b"": only an explicit nil is null
   opts = check.options("create", opts, CREATE_OPTIONS)
   local flags, ttl = create_mode(opts)
   path = check.kazoo_path("create", path, "path", opts.sequence)
@@ -812,7 +814,9 @@ function Client:create_async(path, value, opts)
   end)
 end
 
-function Client:create(path, value, opts)
+function Client:create(path, ...)
+  local value, opts = ...
+  if select("#", ...) == 0 then value = "" end -- kazoo's value=b"": only an explicit nil is null
   local acl, flags, include_data = self:_acl(), 0, nil
   if opts ~= nil then -- without options (the common case) there is nothing more to check
     if type(opts) ~= "table" or opts.makepath or opts.container or opts.ttl ~= nil then

@@ -36,7 +36,9 @@ end
 local CREATE_OPTIONS = { acl = "table", ephemeral = "boolean", sequence = "boolean" }
 
 --- create(path, value, {acl, ephemeral, sequence})
-function Transaction:create(path, value, opts)
+function Transaction:create(path, ...)
+  local value, opts = ...
+  if select("#", ...) == 0 then value = "" end -- kazoo's value=b"": only an explicit nil is null
   opts = check.options("create", opts, CREATE_OPTIONS)
   path = check.kazoo_path("create", path, "path", opts.sequence)
   value = check.data("create", value, path)
