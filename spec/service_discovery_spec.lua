@@ -130,6 +130,8 @@ describe("ServiceDiscovery", function()
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload = "\255" })
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload_json = "{" })
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", service_type = "X" })
+    raises(errors.BadArgumentsError, sd.register, sd,
+           { name = "a", service_type = "DYNAMIC_SEQUENTIAL" })
     raises(errors.BadArgumentsError, zk.ServiceDiscovery, zk, "no-slash")
     raises(errors.KazooException, sd.update, sd, { name = "a", id = "never" })
     assert.is_nil(other:exists("/sd2"))
@@ -191,6 +193,28 @@ describe("ServiceDiscovery", function()
     end, LONG, "the instance registered on the new session")
     assert.are.equal(81, reader:query_for_instance("api", "x").port) -- its latest data
     sd:close()
+    owner:close()
+  end)
+
+  it("keeps a registration someone deleted, and across stop() and start()", function()
+    local owner = helpers.client(server.hosts)
+    local sd = owner:ServiceDiscovery("/sd6")
+    sd:register{ name = "api", id = "k", address = "10.2.2.2", port = 80 }
+    local _, first = other:get("/sd6/api/k")
+    other:delete("/sd6/api/k")
+    eventually(function()
+      local stat = other:exists("/sd6/api/k")
+      return stat ~= nil and stat.czxid ~= first.czxid
+    end, LONG, "the instance created again")
+    owner:stop()
+    eventually(function() return other:exists("/sd6/api/k") == nil end, LONG,
+               "the znode gone with the session")
+    owner:start()
+    eventually(function() return other:exists("/sd6/api/k") ~= nil end, LONG,
+               "the instance registered again after start()")
+    assert.are.equal(80, other:ServiceDiscovery("/sd6"):query_for_instance("api", "k").port)
+    sd:close()
+    assert.is_nil(other:exists("/sd6/api/k"))
     owner:close()
   end)
 end)

@@ -7,8 +7,8 @@
  *   node:stop() -> true, or nil and "closed"
  *   node:set_data(data)
  *   node:phase() -> "idle" | "running" | "stopping" | "failed"
- *   node:present(), node:rc(), node:deleted(), node:creations(), node:data(), node:id(),
- *   node:inflight()
+ *   node:present(), node:rc(), node:deleted(), node:written(), node:creations(), node:data(),
+ *   node:id(), node:inflight()
  *
  * Contract (SUSPENDED, LOST, stop, the notify codes LOST and CREATED): src/recipes/
  * persistent_node.h; this file only converts.  lua/zklua/recipes/persistent_node.lua waits and
@@ -76,6 +76,7 @@ ZKL_RECIPE_NAME(pnode_phase, check_pnode, zkl_pnode_phase_of, zkl_pnode_phase_na
 ZKL_RECIPE_BOOLEAN(pnode_present, check_pnode, zkl_pnode_present)
 ZKL_RECIPE_INTEGER(pnode_rc, check_pnode, zkl_pnode_rc)
 ZKL_RECIPE_BOOLEAN(pnode_deleted, check_pnode, zkl_pnode_deleted)
+ZKL_RECIPE_BOOLEAN(pnode_written, check_pnode, zkl_pnode_written)
 ZKL_RECIPE_INTEGER(pnode_creations, check_pnode, zkl_pnode_creations)
 ZKL_RECIPE_INTEGER(pnode_id, check_pnode, zkl_pnode_id)
 ZKL_RECIPE_INTEGER(pnode_inflight, check_pnode, zkl_pnode_inflight)
@@ -84,7 +85,8 @@ static const luaL_Reg pnode_methods[] = {
     {"start", pnode_start},       {"stop", pnode_stop},         {"set_data", pnode_set_data},
     {"data", pnode_data},         {"phase", pnode_phase},       {"present", pnode_present},
     {"rc", pnode_rc},             {"deleted", pnode_deleted},   {"creations", pnode_creations},
-    {"id", pnode_id},             {"inflight", pnode_inflight}, {NULL, NULL},
+    {"id", pnode_id},             {"inflight", pnode_inflight}, {"written", pnode_written},
+    {NULL, NULL},
 };
 
 void zkl_register_persistent_node(lua_State *L)

@@ -40,6 +40,7 @@ struct zkl_pnode {
     int rc, present, deleted, dirty, ensure_rounds;
     int parked, orphaned, listening;
     uint64_t creations;
+    uint64_t data_gen, sent_gen, written_gen; /* set_data counts; a create/set writes one */
     uint64_t op_id, watch_id;
     long inflight;
 };
@@ -82,6 +83,7 @@ static uint64_t submit(zkl_pnode *n)
     switch (n->step) {
     case STEP_CREATE:
         n->dirty = 0; /* the create writes the data as it is now */
+        n->sent_gen = n->data_gen;
         return counted(n, zkl_op_create_ttl(n->s, n->path, n->data, n->data_len, &n->acl,
                                             create_mode(n), n->ttl, 0, &n->route), 0);
     case STEP_ENSURE:
@@ -93,6 +95,7 @@ static uint64_t submit(zkl_pnode *n)
         return id;
     case STEP_SET:
         n->dirty = 0; /* a set_data from now on writes again */
+        n->sent_gen = n->data_gen;
         return counted(n, zkl_op_set(n->s, n->path, n->data, n->data_len, -1, &n->route), 0);
     case STEP_WATCH:
         id = counted(n, zkl_op_exists(n->s, n->path, 1, &n->route), 1);
@@ -139,6 +142,7 @@ static void answered(zkl_pnode *n, const zkl_event *ev)
         break;
     case STEP_CREATE:
         if (rc == ZOK) {
+            n->written_gen = n->sent_gen;
             n->creations++;
             notify(n, ZKL_PNODE_NOTIFY_CREATED);
             kept(n);
@@ -152,8 +156,10 @@ static void answered(zkl_pnode *n, const zkl_event *ev)
         }
         break;
     case STEP_SET:
-        if (rc == ZOK)
+        if (rc == ZOK) {
+            n->written_gen = n->sent_gen;
             kept(n);
+        }
         else if (rc == ZNONODE)
             go(n, STEP_CREATE); /* gone meanwhile */
         else
@@ -420,6 +426,7 @@ int zkl_pnode_set_data(zkl_pnode *n, const char *data, int len)
     n->data = copy;
     n->data_len = len > 0 ? len : 0;
     n->dirty = 1;
+    n->data_gen++;
     if (n->phase == ZKL_PNODE_RUNNING && n->step == STEP_WAIT)
         go(n, STEP_SET); /* the node is there and watched: write now */
     return 0;
@@ -429,6 +436,7 @@ zkl_pnode_phase zkl_pnode_phase_of(const zkl_pnode *n) { return n->phase; }
 int zkl_pnode_present(const zkl_pnode *n) { return n->present; }
 int zkl_pnode_rc(const zkl_pnode *n) { return n->rc; }
 int zkl_pnode_deleted(const zkl_pnode *n) { return n->deleted; }
+int zkl_pnode_written(const zkl_pnode *n) { return n->present && n->written_gen == n->data_gen; }
 uint64_t zkl_pnode_creations(const zkl_pnode *n) { return n->creations; }
 uint64_t zkl_pnode_id(const zkl_pnode *n) { return n->id; }
 long zkl_pnode_inflight(const zkl_pnode *n) { return n->inflight; }

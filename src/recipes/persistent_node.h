@@ -83,6 +83,9 @@ zkl_pnode_phase zkl_pnode_phase_of(const zkl_pnode *n);
 int zkl_pnode_present(const zkl_pnode *n); /* the node is there, as this client last learnt */
 int zkl_pnode_rc(const zkl_pnode *n);      /* why it failed (or the last stop's error), or ZOK */
 int zkl_pnode_deleted(const zkl_pnode *n); /* the last stop deleted the node */
+/* The node is there holding the latest set_data's data: this client's create or set of that
+ * data was answered (and no deletion or expiry seen since). */
+int zkl_pnode_written(const zkl_pnode *n);
 uint64_t zkl_pnode_creations(const zkl_pnode *n);
 const char *zkl_pnode_data(const zkl_pnode *n, int *len);
 uint64_t zkl_pnode_id(const zkl_pnode *n);

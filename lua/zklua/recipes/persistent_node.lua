@@ -106,6 +106,31 @@ function PersistentNode:set_data(data)
   self._ud:set_data(data)
 end
 
+-- _wait_written(fname, timeout): waits until the node is there holding the latest set_data's
+-- data (ServiceDiscovery's register and update answer as plain calls with it).  Raises the
+-- node's error when it failed, ConnectionLoss when the connection is not (or no longer) up —
+-- the node is still kept: written once CONNECTED —, TimeoutError after timeout seconds, and
+-- ConnectionClosedError when the client stops.
+function PersistentNode:_wait_written(fname, timeout)
+  local ud, client = self._ud, self.client
+  local function settled()
+    return ud:written() or ud:phase() ~= "running" or client.state ~= "CONNECTED"
+  end
+  local state = base.wait(self, settled, base.deadline(timeout))
+  if ud:written() then return end
+  base.check_wait(state, errors.TimeoutError, fname, self.path, timeout, "writing the node")
+  if ud:phase() == "failed" then base.raise_rc(fname, ud:rc(), self.path) end
+  if ud:phase() ~= "running" then base.raise_closed(fname, self.path) end
+  errors.raise(errors.ConnectionLoss, fname .. ": no connection to a server (the node is " ..
+               "written once CONNECTED)", self.path)
+end
+
+-- _stop_nowait(): stops keeping the node and starts its delete, without a wait or a check of
+-- the session (stop() then waits for the delete).
+function PersistentNode:_stop_nowait()
+  self._ud:stop()
+end
+
 --- stop(timeout) -> true when the node was deleted, false when there was none.
 function PersistentNode:stop(timeout)
   timeout = check.timeout("stop", timeout)

@@ -20,27 +20,40 @@
 --   payload (a string) or payload_json (JSON text: a Java object payload with its "@class";
 --   instances read back carry one of the two, as their payload is a JSON string or not),
 --   registration_time_utc (ms; default now), service_type ("DYNAMIC" (default): an ephemeral
---   znode, "DYNAMIC_SEQUENTIAL", "STATIC" or "PERMANENT": persistent), uri_spec (Curator's
---   template, e.g. "{scheme}://{address}:{port}"), enabled (default true).
+--   znode, "STATIC" or "PERMANENT": persistent; "DYNAMIC_SEQUENTIAL" is refused by register:
+--   a sequential name cannot be kept at <base>/<name>/<id>), uri_spec (Curator's template,
+--   e.g. "{scheme}://{address}:{port}"), enabled (default true).
 -- opts of ServiceDiscovery: with_enabled = true writes the "enabled" member too (Curator's
 -- JsonInstanceSerializer(cls, false)); by default it is left out as Curator 5 does, so Curator
 -- 4 readers accept the bytes.
 --
+-- Each registered instance is a PersistentNode (src/recipes/persistent_node.h, the C state
+-- machine): register starts it, update is its set_data, unregister its stop (the znode
+-- deleted).  This layer builds the bytes (the C codec) and maps the calls.  A node already at
+-- the path when registering (left by an earlier process, or another client's) is taken over:
+-- the data written over it.
+--
 -- What the session does to it:
 -- * SUSPENDED (connection loss): nothing; the instances' ephemeral znodes live while the
---   session does.  A call made meanwhile raises ConnectionLoss.
--- * LOST (session expired): the ephemeral znodes are gone; every instance registered through
---   this object is registered again (delete-then-create, as Curator) once the new session is
---   CONNECTED, with its latest data.  A re-registration that fails on the connection is tried
---   again at the next CONNECTED; any other failure is logged and tried again then too.
--- * register/update/unregister/query_* are plain ZooKeeper calls: they wait at most the
---   client's timeout, end with ConnectionClosedError on stop(), and raise what the server said.
+--   session does.  register/update made meanwhile raise ConnectionLoss and are still kept:
+--   the znode is written with the latest data once CONNECTED.
+-- * LOST (session expired): the ephemeral znodes are gone; the PersistentNodes create them
+--   again, with their latest data, once the new session is CONNECTED (no delete-then-create
+--   then: nothing is there); a persistent one is looked at and re-created if it went.  Anyone
+--   deleting an instance's znode meanwhile sees it come back too.
+-- * zk:stop() ends the keeping; after zk:start() the next CONNECTED starts every instance's
+--   node again, as it makes the node of a register that raised before it could be made (the
+--   session had expired): registered instances are kept until unregister or close.
+-- * register/update wait at most the client's timeout for the znode to be written (TimeoutError
+--   after it: still kept), unregister at most that for the delete; all end with
+--   ConnectionClosedError on stop() and raise what the server refused (NOAUTH...).
+--   query_* are plain ZooKeeper calls.
 -- * Sharing among coroutines: safe; each call is independent, and the registry of instances is
 --   only touched between waits.
 local check = require "zklua.check"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
-local Future = require "zklua.future"
+local base = require "zklua.recipes.base"
 
 local M = {}
 
@@ -85,44 +98,47 @@ function ServiceDiscovery:_path_for(name, id)
   return self.base_path .. "/" .. name .. (id and ("/" .. id) or "")
 end
 
--- Creates entry's znode (and its parents); a node already there is deleted and created again
--- (Curator: "must delete then re-create so that watchers fire"), once.  A future of the path.
-function ServiceDiscovery:_create(entry)
-  local client, result = self.client, Future.new(self.client.handler)
-  local t = entry.instance.service_type
-  local opts = { makepath = true, ephemeral = (t == "DYNAMIC" or t == "DYNAMIC_SEQUENTIAL"),
-                 sequence = (t == "DYNAMIC_SEQUENTIAL") }
-  local path = self:_path_for(entry.instance.name, entry.instance.id)
-  local function settle(attempt)
-    if attempt.exception then return result:set_exception(attempt.exception) end
-    entry.path = attempt.value
-    result:set(attempt.value)
+-- Stops keeping entry's node (at once, whatever the session) and waits at most timeout
+-- seconds for its delete (gone already: fine).
+local function drop(entry, timeout)
+  if not entry.node then return end
+  entry.node:_stop_nowait()
+  entry.node:stop(timeout)
+end
+
+-- Makes entry's PersistentNode when it has none yet, and starts it when it is not kept (new,
+-- or ended by the client's stop or by an error); nothing when it runs.
+function ServiceDiscovery:_keep(entry)
+  local node, instance = entry.node, entry.instance
+  if not node then
+    node = self.client:PersistentNode(self:_path_for(instance.name, instance.id), entry.bytes,
+                                      { ephemeral = instance.service_type == "DYNAMIC",
+                                        container = false })
+    entry.node = node
   end
-  result:_chain(client:create_async(path, entry.bytes, opts), function(first)
-    if not errors.is(first.exception, errors.NodeExistsError) then return settle(first) end
-    result:_chain(client:delete_async(path), function(deleted)
-      if deleted.exception and not errors.is(deleted.exception, errors.NoNodeError) then
-        return result:set_exception(deleted.exception)
-      end
-      result:_chain(client:create_async(path, entry.bytes, opts), settle)
-    end)
-  end)
-  return result
+  local phase = node.phase
+  if phase == "idle" or phase == "failed" then node:start() end
+  return node
 end
 
 --- register(instance) -> the instance registered (a copy with its id and defaults filled).
--- Registering an id again (through this object) replaces its znode with the new data.
+-- Registering an id again (through this object) deletes its znode and creates it again with
+-- the new data (Curator: "must delete then re-create so that watchers fire").
 function ServiceDiscovery:register(instance)
   local copy, bytes = prepare(self, "register", instance)
-  self.client:_check_wait()
-  local entry = self._entries[copy.id] or {}
-  entry.instance, entry.bytes, entry.pending = copy, bytes, false
-  self._entries[copy.id] = entry
-  local ok, err = pcall(self.client._result, self.client, self:_create(entry))
-  if not ok then
-    entry.pending = true -- not known to exist: a later CONNECTED (re)creates it
-    error(err, 0)
+  local client = self.client
+  client:_check_wait()
+  if copy.service_type == "DYNAMIC_SEQUENTIAL" then
+    check.fail("register", "service_type", "service_type DYNAMIC_SEQUENTIAL is not supported: " ..
+               "a registration is a PersistentNode at <base>/<name>/<id>, which a sequential " ..
+               "name cannot be")
   end
+  local deadline = base.deadline(nil, client._timeout)
+  local old = self._entries[copy.id]
+  local entry = { instance = copy, bytes = bytes }
+  self._entries[copy.id] = entry -- from now on kept: made at the next CONNECTED if not now
+  if old then drop(old, base.remaining(deadline)) end
+  self:_keep(entry):_wait_written("register", base.remaining(deadline))
   return copy
 end
 
@@ -136,7 +152,7 @@ local function entry_of(self, fname, instance)
 end
 
 --- update(instance): writes the instance's new data (it must have been registered through
--- this object: else KazooException "service not registered").
+-- this object: else KazooException "service not registered"); the data kept from now on.
 function ServiceDiscovery:update(instance)
   local entry, id = entry_of(self, "update", instance)
   if not entry then
@@ -146,19 +162,25 @@ function ServiceDiscovery:update(instance)
   if copy.name ~= entry.instance.name then
     check.fail("update", "name", "name cannot change (registered as " .. entry.instance.name .. ")")
   end
+  if copy.service_type ~= entry.instance.service_type then
+    check.fail("update", "service_type", "service_type cannot change (registered as " ..
+               entry.instance.service_type .. "; register it again)")
+  end
+  self.client:_check_wait()
   entry.instance, entry.bytes = copy, bytes
-  self.client:set(entry.path or self:_path_for(copy.name, copy.id), bytes)
+  if entry.node then entry.node:set_data(bytes) end
+  self:_keep(entry):_wait_written("update", self.client._timeout)
   return copy
 end
 
---- unregister(instance or id): deletes its znode (gone already: fine) and forgets it.
+--- unregister(instance or id): stops keeping its znode, deletes it (gone already: fine) and
+-- forgets it.
 function ServiceDiscovery:unregister(instance)
   local entry, id = entry_of(self, "unregister", instance)
   if not entry then return end
+  self.client:_check_wait()
   self._entries[id] = nil
-  local ok, err = pcall(self.client.delete, self.client,
-                        entry.path or self:_path_for(entry.instance.name, id))
-  if not ok and not errors.is(err, errors.NoNodeError) then error(err, 0) end
+  drop(entry)
 end
 
 --- query_for_names() -> the services' names, sorted ({} when the base path is missing).
@@ -218,28 +240,17 @@ function ServiceDiscovery:query_for_instance(name, id)
   return decode(self, path, data)
 end
 
--- The session's news: LOST marks every instance to register again; CONNECTED does it.
+-- CONNECTED: makes or starts again the nodes of instances that are not kept (their register
+-- raised before the node could be made, or the client was stopped and started again).  An
+-- expired session's nodes are the PersistentNodes' own business.
 function ServiceDiscovery:_on_state(state)
   if self._closed then return true end -- removes this listener
-  if state == "LOST" then
-    for _, entry in pairs(self._entries) do entry.pending = true end
-  elseif state == "CONNECTED" then
-    for id, entry in pairs(self._entries) do
-      if entry.pending then
-        entry.pending = false
-        local function failed(why)
-          if self._entries[id] ~= entry then return end -- unregistered meanwhile
-          entry.pending = true
-          self.client:_log("WARN", "ServiceDiscovery: registering " .. id .. " again failed: " ..
-                           tostring(why) .. " (tried again when CONNECTED)")
-        end
-        local ok, made = pcall(self._create, self, entry)
-        if ok then
-          made:rawlink(function(done) if done.exception then failed(done.exception) end end)
-        else
-          failed(made)
-        end
-      end
+  if state ~= "CONNECTED" then return end
+  for id, entry in pairs(self._entries) do
+    local ok, err = pcall(self._keep, self, entry)
+    if not ok then
+      self.client:_log("WARN", "ServiceDiscovery: registering " .. id .. " again failed: " ..
+                       tostring(err) .. " (tried again when CONNECTED)")
     end
   end
 end
@@ -249,11 +260,18 @@ end
 function ServiceDiscovery:close()
   if self._closed then return end
   self._closed = true
-  self.client:remove_listener(self._listener)
-  for id in pairs(self._entries) do
-    local ok, err = pcall(self.unregister, self, id)
+  local client = self.client
+  client:remove_listener(self._listener)
+  local deadline = base.deadline(nil, client._timeout)
+  local entries = self._entries
+  self._entries = {}
+  for _, entry in pairs(entries) do -- every delete under way at once
+    if entry.node then entry.node:_stop_nowait() end
+  end
+  for id, entry in pairs(entries) do
+    local ok, err = pcall(drop, entry, base.remaining(deadline))
     if not ok then
-      self.client:_log("WARN", "ServiceDiscovery: unregistering " .. id .. ": " .. tostring(err))
+      client:_log("WARN", "ServiceDiscovery: unregistering " .. id .. ": " .. tostring(err))
     end
   end
 end
