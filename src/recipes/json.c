@@ -107,30 +107,6 @@ void zkl_json_buf_raw(zkl_json_buf *b, const char *s, size_t n)
     b->data[b->len] = '\0';
 }
 
-int zkl_json_buf_string(zkl_json_buf *b, const char *s, size_t n)
-{
-    if (!zkl_utf8_valid(s, n))
-        return -1;
-    zkl_json_buf_raw(b, "\"", 1);
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        zkl_json_buf_raw(b, s + start, i - start);
-        char esc[8];
-        if (c == '"' || c == '\\')
-            snprintf(esc, sizeof esc, "\\%c", c);
-        else
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-        zkl_json_buf_raw(b, esc, strlen(esc));
-        start = i + 1;
-    }
-    zkl_json_buf_raw(b, s + start, n - start);
-    zkl_json_buf_raw(b, "\"", 1);
-    return 0;
-}
-
 void zkl_json_buf_number(zkl_json_buf *b, double v)
 {
     char text[40];
@@ -166,7 +142,10 @@ static char jackson_short_escape(unsigned char c)
     }
 }
 
-int zkl_json_buf_string_jackson(zkl_json_buf *b, const char *s, size_t n)
+/* Appends s as a JSON string: '"' and '\\' escaped by a backslash, other control bytes as
+ * \u00xx (lowercase hex) or, in Jackson's style, by their short escape where JSON has one and
+ * else as \u00XX (uppercase hex). */
+static int buf_string(zkl_json_buf *b, const char *s, size_t n, int jackson)
 {
     if (!zkl_utf8_valid(s, n))
         return -1;
@@ -178,19 +157,29 @@ int zkl_json_buf_string_jackson(zkl_json_buf *b, const char *s, size_t n)
             continue;
         zkl_json_buf_raw(b, s + start, i - start);
         char esc[8];
-        char letter = jackson_short_escape(c);
+        char letter = jackson ? jackson_short_escape(c) : 0;
         if (c == '"' || c == '\\')
             snprintf(esc, sizeof esc, "\\%c", c);
         else if (letter)
             snprintf(esc, sizeof esc, "\\%c", letter);
         else
-            snprintf(esc, sizeof esc, "\\u%04X", c);
+            snprintf(esc, sizeof esc, jackson ? "\\u%04X" : "\\u%04x", c);
         zkl_json_buf_raw(b, esc, strlen(esc));
         start = i + 1;
     }
     zkl_json_buf_raw(b, s + start, n - start);
     zkl_json_buf_raw(b, "\"", 1);
     return 0;
+}
+
+int zkl_json_buf_string(zkl_json_buf *b, const char *s, size_t n)
+{
+    return buf_string(b, s, n, 0);
+}
+
+int zkl_json_buf_string_jackson(zkl_json_buf *b, const char *s, size_t n)
+{
+    return buf_string(b, s, n, 1);
 }
 
 int zkl_json_buf_value(zkl_json_buf *b, const zkl_json *v)
