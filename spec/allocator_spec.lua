@@ -609,7 +609,7 @@ describe("PartitionAllocator", function()
       end
       bad("options", nil)
       bad("options", "path")
-      bad("path", { path = "relative" })
+      bad("path", { path = "/a/../b" })
       bad("path", { path = path .. "/" })
       bad("path", { path = 42 })
       bad("bogus", { path = path, bogus = true })

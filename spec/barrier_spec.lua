@@ -63,7 +63,7 @@ describe("Barrier", function()
   end)
 
   it("checks its arguments before anything is sent", function()
-    raises(errors.BadArgumentsError, a.Barrier, a, "x")
+    raises(errors.BadArgumentsError, a.Barrier, a, "/a/../b")
     local bar = a:Barrier(path)
     raises(errors.BadArgumentsError, bar.wait, bar, -1)
     raises(errors.BadArgumentsError, a.DoubleBarrier, a, path, 0)

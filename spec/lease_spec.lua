@@ -337,7 +337,7 @@ describe("leases", function()
         local err = raises(errors.BadArgumentsError, fn, ...)
         assert.are.equal(argument, err.argument)
       end
-      refused("path", a.NonBlockingLease, a, "no-slash", 60)
+      refused("path", a.NonBlockingLease, a, "/a/../b", 60)
       refused("path", a.NonBlockingLease, a, 42, 60)
       for _, bad in ipairs({ "nil", -1, 0 / 0, math.huge, "60", {} }) do
         if bad == "nil" then bad = nil end

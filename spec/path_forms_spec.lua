@@ -2,7 +2,7 @@
 -- absolute ("a/b" is "/a/b"), repeated and trailing slashes go ("/a//b/" is "/a/b"), "" is
 -- "/", and a sequential create keeps its trailing "/" (the node is named by its sequence
 -- number); "." and ".." components are still a BadArgumentsError before anything is sent.
--- Under a chroot the same forms name nodes inside it.  Recipes keep ZooKeeper's strict form.
+-- Under a chroot the same forms name nodes inside it.  Recipes read their paths the same way.
 local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
@@ -40,6 +40,25 @@ describe("kazoo's path forms", function()
     assert.are.same({}, zk:get_children(ROOT))
     assert.is_not_nil(zk:exists(""))          -- "" is "/"
     assert.is_true(zk:ensure_path(""))
+  end)
+
+  it("reads them in recipe paths too", function()
+    local rel = ROOT:sub(2)
+    local lock = zk:Lock(rel .. "//lock/", "me")
+    assert.are.equal(ROOT .. "/lock", lock.path)
+    assert.is_true(lock:acquire(true, 10))
+    assert.are.same({ "me" }, lock:contenders())
+    lock:release()
+    local counter = zk:Counter(rel .. "/counter/")
+    counter:add(2)
+    assert.are.equal("2", (zk:get(ROOT .. "/counter")))
+    local party = zk:Party(rel .. "/party", "p1")
+    party:join()
+    assert.are.same({ "p1" }, party:members())
+    party:leave()
+    assert.is_not_nil(zk:exists(ROOT .. "/party"))
+    local err = select(2, pcall(zk.Lock, zk, ROOT .. "/../lock"))
+    assert.is_true(errors.is(err, errors.BadArgumentsError), tostring(err))
   end)
 
   it("keeps the trailing slash of a sequential create", function()

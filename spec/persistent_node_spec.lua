@@ -195,7 +195,7 @@ describe("PersistentNode", function()
 
   describe("bad input is refused before anything is sent", function()
     local cases = {
-      { function() return zk:PersistentNode("nope", "x") end, "path must start with '/'" },
+      { function() return zk:PersistentNode("/a/../b", "x") end, "node name '..'" },
       { function() return zk:PersistentNode("/", "x") end, "the root cannot be a persistent node" },
       { function() return zk:PersistentNode("/a", 5) end, "data" },
       { function() return zk:PersistentNode("/a", "x", { ttl = 100 }) end, "a ttl needs ephemeral = false" },

@@ -533,7 +533,7 @@ describe("SetPartitioner", function()
 
     it("checks every argument before anything is sent", function()
       local bad = {
-        { "path", { path = "relative", set = {} } },
+        { "path", { path = "/a/../b", set = {} } },
         { "path", { path = 5, set = {} } },
         { "set", { path = path } },
         { "set", { path = path, set = "abc" } },

@@ -64,7 +64,7 @@ end
 
 --- A path of a client call (zk:get, a transaction, a DataWatch...), read as kazoo reads it:
 -- relative paths, repeated and trailing slashes are normalised (kazoo_form above); returns
--- the path to send.  Anything else is check.path's.  (Recipes take check.path's strict form.)
+-- the path to send.  Anything else is check.path's.  Recipe constructors read paths so too.
 function check.kazoo_path(fname, path, argument, sequential)
   if known_paths[path] then return path end
   if type(path) == "string" and core.path_problem(path, sequential) then

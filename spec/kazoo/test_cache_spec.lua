@@ -106,7 +106,7 @@ describe("test_cache.py", function()
   it("test_close", function()
     make_cache()
     wait_cache(nil, TreeEvent.INITIALIZED)
-    client:create(path .. "/foo/bar/baz", nil, { makepath = true })
+    client:create(path .. "/foo/bar/baz", "", { makepath = true })
     for _ = 1, 3 do wait_cache(TreeEvent.NODE_ADDED) end
 
     -- stub watchers which are outside of the tree cache
@@ -142,7 +142,7 @@ describe("test_cache.py", function()
     wait_cache(nil, TreeEvent.INITIALIZED)
     assert.are.same({}, cache:get_children(path)) -- the root alone
 
-    client:create(path .. "/foo/bar/baz", nil, { makepath = true })
+    client:create(path .. "/foo/bar/baz", "", { makepath = true })
     for _ = 1, 3 do wait_cache(TreeEvent.NODE_ADDED) end
 
     client:delete(path .. "/foo", nil, true)
@@ -190,7 +190,7 @@ describe("test_cache.py", function()
     make_cache()
     wait_cache(nil, TreeEvent.INITIALIZED)
 
-    client:create(path .. "/foo/bar/baz", nil, { makepath = true })
+    client:create(path .. "/foo/bar/baz", "", { makepath = true })
     for _, relative_path in ipairs({ "/foo", "/foo/bar", "/foo/bar/baz" }) do
       local event = wait_cache(TreeEvent.NODE_ADDED)
       assert.are.equal(TreeEvent.NODE_ADDED, event.type)

@@ -66,7 +66,10 @@ static int push_event(lua_State *L, const zkl_tree_event *ev, int with_data)
     }
     if (!with_data)
         return 2;
-    lua_pushlstring(L, ev->data, (size_t)ev->data_len);
+    if (ev->data_len < 0)
+        lua_pushnil(L); /* ZooKeeper's null value, nil as the client reads it */
+    else
+        lua_pushlstring(L, ev->data, (size_t)ev->data_len);
     zkl_push_stat(L, &ev->stat);
     return 4;
 }
@@ -91,7 +94,10 @@ static int tree_cache_get_data(lua_State *L)
         return 0;
     int len;
     const char *data = zkl_tree_node_data(n, &len);
-    lua_pushlstring(L, data, (size_t)len);
+    if (len < 0)
+        lua_pushnil(L); /* ZooKeeper's null value */
+    else
+        lua_pushlstring(L, data, (size_t)len);
     zkl_push_stat(L, zkl_tree_node_stat(n));
     return 2;
 }

@@ -52,7 +52,7 @@ struct zkl_tree_node {
     int state;
     unsigned mark;               /* listed by the parent's latest listing */
     char *data;
-    int data_len;
+    int data_len;                /* -1: ZooKeeper's null value */
     struct Stat stat;            /* valid once LIVE */
     uint64_t data_watch, child_watch; /* ids of the live watches, 0: none */
     int want;                    /* WANT_* reads waiting to be sent; 0: not queued */
@@ -311,7 +311,7 @@ static void emit(zkl_tree_cache *tc, zkl_tree_event_type type, const char *path,
     if (dlen > 0)
         memcpy(ev->data, data, dlen);
     ev->data[dlen] = '\0';
-    ev->data_len = (int)dlen;
+    ev->data_len = data_len < 0 ? -1 : (int)dlen;
     if (stat)
         ev->stat = *stat;
     if (tc->events_tail)
@@ -561,7 +561,7 @@ static int keep_data(zkl_tree_node *n, const zkl_event *ev)
         memcpy(copy, ev->data, (size_t)len);
     free(n->data);
     n->data = copy;
-    n->data_len = len;
+    n->data_len = ev->data_null ? -1 : len;
     n->stat = ev->stat;
     return 0;
 }

@@ -62,7 +62,7 @@ typedef struct zkl_tree_event {
     zkl_tree_event_type type;
     char *path;  /* node events and FAULT; NULL for the others */
     char *data;  /* node events: the node's data (REMOVED: its last data) */
-    int data_len;
+    int data_len; /* -1: ZooKeeper's null value (data is "") */
     struct Stat stat;
     int rc;      /* FAULT */
 } zkl_tree_event;
@@ -89,6 +89,7 @@ void zkl_tree_event_free(zkl_tree_event *ev);
 
 /* A live node of the cache by its full path, or NULL. */
 const zkl_tree_node *zkl_tree_cache_find(const zkl_tree_cache *tc, const char *path);
+/* The node's data and its length in *len; -1 for ZooKeeper's null value (the data is ""). */
 const char *zkl_tree_node_data(const zkl_tree_node *n, int *len);
 const struct Stat *zkl_tree_node_stat(const zkl_tree_node *n);
 /* How many children the node has in the cache, live or still being read (a bound for the

@@ -622,7 +622,7 @@ function recipes.PartitionAllocator(client, opts)
                type(opts) .. ")")
   end
   check.options(NAME, opts, OPTIONS)
-  local path = check.path(NAME, opts.path)
+  local path = check.kazoo_path(NAME, opts.path)
   if opts.allocator_fn ~= nil and opts.strategy ~= nil then
     check.fail(NAME, "strategy", "give allocator_fn or strategy, not both")
   end

@@ -101,7 +101,7 @@ function Barrier.__tostring(self)
 end
 
 function recipes.Barrier(client, path)
-  check.path("Barrier", path)
+  path = check.kazoo_path("Barrier", path)
   local session = usable(client, "Barrier")
   return base.init(setmetatable({ client = client, path = path,
                         _barrier = core.barrier(session, path, 0) }, Barrier))
@@ -152,7 +152,7 @@ end
 
 function recipes.DoubleBarrier(client, path, num_clients, identifier)
   local fname = "DoubleBarrier"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if not compat.is_integer(num_clients) or num_clients < 1 or num_clients > 2147483647 then
     check.fail(fname, "num_clients", "num_clients must be a positive integer (got " ..
                tostring(num_clients) .. ")")

@@ -142,7 +142,7 @@ end
 
 function recipes.Counter(client, path, default, opts)
   local fname = "Counter"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if default == nil then default = 0 end
   if type(default) ~= "number" then
     check.fail(fname, "default", "default must be a number (got " .. type(default) .. ")")

@@ -318,7 +318,7 @@ function Election:contenders()
 end
 
 function recipes.Election(client, path, identifier, opts)
-  check.path("Election", path)
+  path = check.kazoo_path("Election", path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail("Election", "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")

@@ -169,7 +169,7 @@ end
 -- timeout = the client's)
 function recipes.NonBlockingLease(client, path, duration, identifier, utcnow, timeout)
   local fname = "NonBlockingLease"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   duration = check_duration(fname, duration)
   identifier = check_identifier(fname, identifier, path)
   utcnow = check_utcnow(fname, utcnow)
@@ -187,7 +187,7 @@ function recipes.MultiNonBlockingLease(client, count, path, duration, identifier
     check.fail(fname, "count", "count must be an integer from 1 to " .. MAX_COUNT .. " (got " ..
                tostring(count) .. ")")
   end
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   duration = check_duration(fname, duration)
   identifier = check_identifier(fname, identifier, path .. "/" .. count)
   utcnow = check_utcnow(fname, utcnow)

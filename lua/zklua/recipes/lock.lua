@@ -129,7 +129,7 @@ end
 
 local function new(class, kind, client, path, identifier, arg, curator_kind, fname)
   fname = fname or class
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")

@@ -481,7 +481,7 @@ recipes.default_identifier = default_identifier
 
 function recipes.SetPartitioner(client, ...)
   local o = options(...)
-  local path = check.path(FNAME, o.path)
+  local path = check.kazoo_path(FNAME, o.path)
   if o.set == nil then check.fail(FNAME, "set", "set is required (a list of items)") end
   local lock_path, party_path = join(path, "locks"), join(path, "party")
   local set, names = check_set(FNAME, o.set, lock_path)

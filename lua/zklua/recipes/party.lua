@@ -176,7 +176,7 @@ base.install_lost(Party, "party")
 
 local function new(class, kind, client, path, identifier)
   local fname = class
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")

@@ -113,7 +113,7 @@ end
 
 function recipes.PatientChildrenWatch(client, path, time_boundary)
   local fname = "PatientChildrenWatch"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if time_boundary == nil then time_boundary = 30 end
   if type(time_boundary) ~= "number" or not (time_boundary >= 0 and
                                              time_boundary <= MAX_BOUNDARY) then

@@ -176,7 +176,7 @@ local TTL_MAX = 0xFFFFFFFFFF -- as create's: 40 bits of milliseconds
 
 function recipes.PersistentNode(client, path, data, opts)
   local fname = "PersistentNode"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if path == "/" then check.fail(fname, "path", "the root cannot be a persistent node") end
   data = check.value(fname, data, path, "data")
   opts = check.options(fname, opts, OPTIONS)

@@ -215,7 +215,7 @@ function Queue.__tostring(self)
 end
 
 function recipes.Queue(client, path)
-  check.path("Queue", path)
+  path = check.kazoo_path("Queue", path)
   local session = usable(client, "Queue")
   return base.init(setmetatable({ client = client, path = path, _entries_path = path,
                                   _structure = { path },
@@ -393,7 +393,7 @@ end
 base.install_lost(LockingQueue, "locking queue")
 
 function recipes.LockingQueue(client, path)
-  check.path("LockingQueue", path)
+  path = check.kazoo_path("LockingQueue", path)
   local session = usable(client, "LockingQueue")
   local ud = core.locking_queue(session, path, client:_acl())
   local entries, taken = join(path, "entries"), join(path, "taken")

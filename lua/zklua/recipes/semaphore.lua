@@ -120,7 +120,7 @@ base.install_lost(Semaphore, "semaphore")
 
 function recipes.Semaphore(client, path, identifier, max_leases)
   local fname = "Semaphore"
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")

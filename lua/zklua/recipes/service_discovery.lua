@@ -291,7 +291,7 @@ function ServiceDiscovery.__tostring(self)
 end
 
 function M.ServiceDiscovery(client, base_path, opts)
-  check.path("ServiceDiscovery", base_path, "base_path")
+  base_path = check.kazoo_path("ServiceDiscovery", base_path, "base_path")
   opts = check.options("ServiceDiscovery", opts, { with_enabled = "boolean" })
   local self = setmetatable({ client = client, base_path = base_path == "/" and "" or base_path,
                               _with_enabled = opts.with_enabled == true, _entries = {} },

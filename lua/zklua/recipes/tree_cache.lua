@@ -134,7 +134,7 @@ function TreeCache:listen_fault(fn)
 end
 
 local function in_tree(self, fname, path)
-  check.path(fname, path)
+  path = check.kazoo_path(fname, path)
   local root = self.path
   if path ~= root and root ~= "/" and path:sub(1, #root + 1) ~= root .. "/" then
     check.fail(fname, "path", "path must be inside the cache's tree " .. root .. " (got " ..
@@ -145,15 +145,15 @@ end
 
 --- get_data(path, default) -> {path =, data =, stat =}, or default when not cached.
 function TreeCache:get_data(path, default)
-  in_tree(self, "get_data", path)
+  path = in_tree(self, "get_data", path)
   local data, stat = self._cache:get_data(path)
-  if data == nil then return default end
+  if stat == nil then return default end -- not cached (data nil with a stat: a null value)
   return { path = path, data = data, stat = stat }
 end
 
 --- get_children(path, default) -> the cached children's names, sorted, or default.
 function TreeCache:get_children(path, default)
-  in_tree(self, "get_children", path)
+  path = in_tree(self, "get_children", path)
   local names = self._cache:get_children(path)
   if names == nil then return default end
   return names
@@ -211,7 +211,7 @@ function TreeCache:_notified(code)
 end
 
 function recipes.TreeCache(client, path)
-  check.path("TreeCache", path)
+  path = check.kazoo_path("TreeCache", path)
   local session = client:_usable_session("TreeCache")
   local ud = core.tree_cache(session, path)
   local self = setmetatable({ client = client, path = path, _cache = ud, _listeners = {},
