@@ -1012,6 +1012,7 @@ describe("test_client.py", function()
     local ok, err = pcall(function()
       client:start()
       assert.are.equal("CONNECTED", client.state)
+      proxy:refuse(true) -- no reconnection until resume(): SUSPENDED cannot be missed
       proxy:drop()
       testing.wait_for(function() return client.state == "SUSPENDED" end, 10, "SUSPENDED")
       proxy:resume()
