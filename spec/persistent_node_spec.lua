@@ -193,6 +193,151 @@ describe("PersistentNode", function()
     helpers.raises(errors.ConnectionClosedError, node.wait_for_initial_create, node, 5)
   end)
 
+  describe("sequential modes", function()
+    local SEQ = string.rep("%d", 10)
+    local UUID = "%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x"
+
+    local function parent_of(p) return (p:match("^(.*)/[^/]*$")) end
+    local function name_of(p) return (p:match("/([^/]*)$")) end
+
+    it("ephemeral: actual_path is the sequential node; deleted, it comes back under that name; " ..
+       "stop deletes it", function()
+      local node = zk:PersistentNode(path, "v1", { sequential = true })
+      assert.is_nil(node.actual_path)
+      node:start()
+      assert.is_true(node:wait_for_initial_create(30))
+      local actual = node.actual_path
+      assert.matches("^" .. path .. SEQ .. "$", actual)
+      local data, stat = other:get(actual)
+      assert.equals("v1", data)
+      assert.equals(zk:client_id(), stat.ephemeralOwner)
+      assert.is_nil(other:exists(path)) -- the base path itself is no node
+      other:delete(actual)
+      wait(function() return node.creations == 2 end, "the node to be made again")
+      assert.equals(actual, node.actual_path)
+      assert.same({ name_of(actual) }, other:get_children(parent_of(path)))
+      assert.equals("v1", other:get(actual))
+      assert.is_true(node:stop())
+      assert.is_nil(other:exists(actual))
+      assert.is_nil(node.actual_path)
+      assert.same({}, other:get_children(parent_of(path)))
+      -- started again: a new sequential node
+      node:start()
+      assert.is_true(node:wait_for_initial_create(30))
+      assert.matches("^" .. path .. SEQ .. "$", node.actual_path)
+      assert.are_not.equal(actual, node.actual_path)
+      assert.is_true(node:stop())
+    end)
+
+    it("ephemeral: an expired session's node is made again under the same name", function()
+      local node = zk:PersistentNode(path, "v1", { sequential = true })
+      local lost = 0
+      node:on_lost(function() lost = lost + 1 end)
+      node:start()
+      assert.is_true(node:wait_for_initial_create(30))
+      local actual = node.actual_path
+      local old_owner = select(2, other:get(actual)).ephemeralOwner
+      helpers.expire(zk)
+      wait(function()
+        local stat = other:exists(actual)
+        return lost >= 1 and stat ~= nil and stat.ephemeralOwner == zk:client_id()
+      end, "LOST, then the new session's node")
+      assert.are_not.equal(old_owner, select(2, other:get(actual)).ephemeralOwner)
+      assert.equals(actual, node.actual_path)
+      assert.same({ name_of(actual) }, other:get_children(parent_of(path)))
+      node:stop()
+      assert.same({}, other:get_children(parent_of(path)))
+    end)
+
+    it("persistent with protection: a _c_<uuid>- name, kept through an expiry", function()
+      local node = zk:PersistentNode(path, "p", { ephemeral = false, sequential = true,
+                                                  protection = true })
+      node:start()
+      assert.is_true(node:wait_for_initial_create(30))
+      local actual = node.actual_path
+      assert.matches("^" .. parent_of(path) .. "/_c_" .. UUID .. "%-node" .. SEQ .. "$", actual)
+      assert.equals(0, select(2, other:get(actual)).ephemeralOwner)
+      helpers.expire(zk)
+      other:delete(actual) -- watched again on the new session: it comes back
+      wait(function() return node.creations == 2 end, "the node to be made again")
+      assert.equals(actual, node.actual_path)
+      assert.same({ name_of(actual) }, other:get_children(parent_of(path)))
+      assert.is_true(node:stop())
+      assert.same({}, other:get_children(parent_of(path)))
+    end)
+
+    it("persistent with a ttl: the server expires it; it comes back under the same name", function()
+      local node = zk:PersistentNode(path, "t", { ephemeral = false, sequential = true, ttl = 300 })
+      node:start()
+      assert.is_true(node:wait_for_initial_create(30))
+      local actual = node.actual_path
+      assert.matches("^" .. path .. SEQ .. "$", actual)
+      wait(function() return node.creations >= 2 end, "the server to expire it, and a new one")
+      assert.equals(actual, node.actual_path)
+      node:stop() -- (true or false: the server may have just expired it)
+      assert.same({}, other:get_children(parent_of(path)))
+    end)
+
+    -- A create whose reply was lost: the proxy lets the create reach the server and holds back
+    -- everything after it; the client gives up on the connection (SUSPENDED, the proxy resumes
+    -- then) and must find its node instead of making a second one.
+    local lost_reply_cases = {
+      { "ephemeral, found by its owner", { sequential = true } },
+      { "ephemeral with protection, found by name", { sequential = true, protection = true } },
+      { "persistent with protection, found by name",
+        { ephemeral = false, sequential = true, protection = true } },
+    }
+    for _, case in ipairs(lost_reply_cases) do
+      it("a lost create reply leaves exactly one node: " .. case[1], function()
+        local proxy = testing.proxy(server:node(1))
+        local client = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+        client:start()
+        client:ensure_path(parent_of(path))
+        other:create(path .. "0000000000", "someone else's", { ephemeral = true })
+        local states = {}
+        client:add_listener(function(state)
+          states[#states + 1] = state
+          if state == "SUSPENDED" then proxy:resume() end
+        end)
+        local node = client:PersistentNode(path, "v1", case[2])
+        proxy:cut_reply("create")
+        node:start()
+        assert.is_true(node:wait_for_initial_create(60))
+        assert.is_true(proxy:status().cut, "the start sent no create")
+        assert.equals("SUSPENDED", states[1])
+        assert.equals(0, node.creations) -- found and taken over, not made twice
+        local mine = helpers.sorted(other:get_children(parent_of(path)))
+        assert.same(helpers.sorted({ "node0000000000", name_of(node.actual_path) }), mine)
+        assert.equals("v1", other:get(node.actual_path))
+        assert.is_true(node:stop())
+        assert.same({ "node0000000000" }, other:get_children(parent_of(path)))
+        client:close()
+        proxy:stop()
+      end)
+    end
+
+    -- Curator's TestPersistentNode.testEphemeralSequentialWithProtectionReconnection: the
+    -- server stops and restarts; the node's name is the same afterwards (Curator sleeps "a
+    -- bit" around the restart; here: until the client is connected and the node present).
+    it("Curator TestPersistentNode.testEphemeralSequentialWithProtectionReconnection", function()
+      zk:ensure_path("/test/one")
+      local pen = zk:PersistentNode("/test/one/two", "", { sequential = true, protection = true })
+      pen:start()
+      assert.is_true(pen:wait_for_initial_create(30))
+      local children = zk:get_children("/test/one")
+      assert.equals(1, #children)
+      server:node(1):stop()
+      wait(function() return zk.state ~= "CONNECTED" end, "the disconnection")
+      server:node(1):start()
+      wait(function() return zk.state == "CONNECTED" and pen.present end,
+           "the reconnection, with the node there")
+      local children_after = zk:get_children("/test/one")
+      assert.same(children, children_after)
+      pen:stop()
+      other:delete("/test", nil, true)
+    end)
+  end)
+
   describe("bad input is refused before anything is sent", function()
     local cases = {
       { function() return zk:PersistentNode("/a/../b", "x") end, "node name '..'" },
@@ -205,6 +350,12 @@ describe("PersistentNode", function()
         "option 'ephemeral' must be a boolean" },
       { function() return zk:PersistentNode("/a", "x", { mode = "EPHEMERAL" }) end,
         "unknown option 'mode'" },
+      { function() return zk:PersistentNode("/a", "x", { sequential = "yes" }) end,
+        "option 'sequential' must be a boolean" },
+      { function() return zk:PersistentNode("/a", "x", { protection = 1 }) end,
+        "option 'protection' must be a boolean" },
+      { function() return zk:PersistentNode("/a", "x", { sequential = true, ttl = 5 }) end,
+        "a ttl needs ephemeral = false" },
       { function() return zk:PersistentNode("/a", "x"):set_data({}) end, "data" },
       { function() return zk:PersistentNode("/a", "x"):wait_for_initial_create(-1) end,
         "timeout must be a number" },

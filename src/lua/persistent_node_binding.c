@@ -2,13 +2,15 @@
  * persistent_node_binding.c — the zklua.core persistent node userdata: a thin wrapper over
  * src/recipes/persistent_node.c.
  *
- *   core.persistent_node(session, path, data, ephemeral, container_parents, ttl_ms, acl) -> node
+ *   core.persistent_node(session, path, data, ephemeral, container_parents, ttl_ms, acl,
+ *                        sequential, protection) -> node
  *   node:start() -> true, or nil and "busy" | "closed"
  *   node:stop() -> true, or nil and "closed"
  *   node:set_data(data)
  *   node:phase() -> "idle" | "running" | "stopping" | "failed"
  *   node:present(), node:rc(), node:deleted(), node:written(), node:creations(), node:data(),
  *   node:id(), node:inflight()
+ *   node:actual_path() -> the node's path once created (a sequential one's name), or nil
  *
  * Contract (SUSPENDED, LOST, stop, the notify codes LOST and CREATED): src/recipes/
  * persistent_node.h; this file only converts.  lua/zklua/recipes/persistent_node.lua waits and
@@ -36,7 +38,9 @@ static int pnode_new(lua_State *L)
     int len;
     const char *data = zkl_recipe_identifier(L, 3, &len);
     int flags = (lua_toboolean(L, 4) ? ZKL_PNODE_EPHEMERAL : 0) |
-                (lua_toboolean(L, 5) ? ZKL_PNODE_CONTAINER_PARENTS : 0);
+                (lua_toboolean(L, 5) ? ZKL_PNODE_CONTAINER_PARENTS : 0) |
+                (lua_toboolean(L, 8) ? ZKL_PNODE_SEQUENTIAL : 0) |
+                (lua_toboolean(L, 9) ? ZKL_PNODE_PROTECTED : 0);
     int64_t ttl = (int64_t)luaL_optinteger(L, 6, 0);
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 7, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &PNODE_TYPE, sizeof *box);
@@ -72,6 +76,16 @@ static int pnode_data(lua_State *L)
     return 1;
 }
 
+static int pnode_actual_path(lua_State *L)
+{
+    const char *path = zkl_pnode_actual_path(check_pnode(L));
+    if (path)
+        lua_pushstring(L, path);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
 ZKL_RECIPE_NAME(pnode_phase, check_pnode, zkl_pnode_phase_of, zkl_pnode_phase_names)
 ZKL_RECIPE_BOOLEAN(pnode_present, check_pnode, zkl_pnode_present)
 ZKL_RECIPE_INTEGER(pnode_rc, check_pnode, zkl_pnode_rc)
@@ -86,7 +100,7 @@ static const luaL_Reg pnode_methods[] = {
     {"data", pnode_data},         {"phase", pnode_phase},       {"present", pnode_present},
     {"rc", pnode_rc},             {"deleted", pnode_deleted},   {"creations", pnode_creations},
     {"id", pnode_id},             {"inflight", pnode_inflight}, {"written", pnode_written},
-    {NULL, NULL},
+    {"actual_path", pnode_actual_path}, {NULL, NULL},
 };
 
 void zkl_register_persistent_node(lua_State *L)

@@ -50,6 +50,13 @@ int zkl_uuid4_hex(char out[ZKL_UUID_HEX_LEN + 1])
     return 0;
 }
 
+void zkl_protected_prefix(char out[ZKL_PROTECTED_PREFIX_LEN + 1],
+                          const char hex[ZKL_UUID_HEX_LEN + 1])
+{
+    snprintf(out, ZKL_PROTECTED_PREFIX_LEN + 1, "_c_%.8s-%.4s-%.4s-%.4s-%.12s-", hex, hex + 8,
+             hex + 12, hex + 16, hex + 20);
+}
+
 char *zkl_join_path(const char *parent, const char *name)
 {
     size_t plen = strlen(parent), nlen = strlen(name);

@@ -1,5 +1,6 @@
 /*
- * common.h — the small helpers every recipe needs: a uuid4 for a node name, a child's path,
+ * common.h — the small helpers every recipe needs: a uuid4 for a node name (and Curator's
+ * protected-create prefix built from one), a child's path,
  * the creates that make a recipe's path (with its parents) when it is missing, the one triage
  * of a ZooKeeper rc every recipe's op handler starts with, and the one retry limit.
  *
@@ -36,6 +37,13 @@ zkl_rc_kind zkl_rc_triage(int rc);
 /* A random uuid4 as 32 lowercase hex digits and a NUL (Python's uuid.uuid4().hex), read from
  * /dev/urandom: 0, or -1 with errno. */
 int zkl_uuid4_hex(char out[ZKL_UUID_HEX_LEN + 1]);
+
+/* Curator's protected-create prefix (CreateBuilder.withProtection): "_c_" + the uuid hex as
+ * 8-4-4-4-12 text + "-"; a protected node is named <prefix><name>[<sequence>], and a create
+ * whose reply was lost is found again by it among the parent's children. */
+enum { ZKL_PROTECTED_PREFIX_LEN = 3 + 36 + 1 };
+void zkl_protected_prefix(char out[ZKL_PROTECTED_PREFIX_LEN + 1],
+                          const char hex[ZKL_UUID_HEX_LEN + 1]);
 
 /* parent + "/" + name, malloc'd (parent "/" gives "/name"); NULL when out of memory. */
 char *zkl_join_path(const char *parent, const char *name);

@@ -25,11 +25,9 @@ enum { SEQ_DIGITS = 10 };
 
 static const char EXCLUSIVE_MARK[] = "__lock__";
 static const char SHARED_MARK[] = "__rlock__";
-/* Curator: LockInternals' lock names, and the protection prefix of CreateBuilder */
+/* Curator: LockInternals' lock names (after the protection prefix, common.h) */
 static const char CURATOR_MUTEX_MARK[] = "lock-";
 static const char CURATOR_LATCH_MARK[] = "latch-";
-static const char CURATOR_PROTECTED[] = "_c_";
-enum { UUID_TEXT_LEN = 36 }; /* 8-4-4-4-12 */
 
 typedef enum {
     STEP_NONE,
@@ -754,8 +752,8 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
 
 /* ---------------------------------------------------------------- public */
 
-/* The longest prefix: Curator's "_c_" + uuid text + "-" + "latch-" (kazoo's is shorter). */
-enum { PREFIX_SIZE = sizeof CURATOR_PROTECTED + UUID_TEXT_LEN + 1 + sizeof CURATOR_LATCH_MARK };
+/* The longest prefix: Curator's protection prefix + "latch-" (kazoo's is shorter). */
+enum { PREFIX_SIZE = ZKL_PROTECTED_PREFIX_LEN + sizeof CURATOR_LATCH_MARK };
 
 /* kazoo: "<uuid hex>__lock__" (or __rlock__); Curator: "_c_<8-4-4-4-12 uuid>-lock-" (or
  * latch-), the name Curator's protected create gives (and looks its node up by). */
@@ -765,8 +763,9 @@ static void make_prefix(char out[PREFIX_SIZE], zkl_lock_kind kind, const char *h
         snprintf(out, PREFIX_SIZE, "%s%s", hex, kind == ZKL_LOCK_SHARED ? SHARED_MARK : EXCLUSIVE_MARK);
         return;
     }
-    snprintf(out, PREFIX_SIZE, "%s%.8s-%.4s-%.4s-%.4s-%.12s-%s", CURATOR_PROTECTED, hex, hex + 8,
-             hex + 12, hex + 16, hex + 20,
+    char protected_prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
+    zkl_protected_prefix(protected_prefix, hex);
+    snprintf(out, PREFIX_SIZE, "%s%s", protected_prefix,
              kind == ZKL_LOCK_CURATOR_LATCH ? CURATOR_LATCH_MARK : CURATOR_MUTEX_MARK);
 }
 

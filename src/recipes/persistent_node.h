@@ -5,6 +5,20 @@
  * Layout: the node is <path> itself: EPHEMERAL, PERSISTENT, or PERSISTENT_WITH_TTL (ttl > 0),
  * holding the data.  A missing parent path is created first, of container nodes with
  * ZKL_PNODE_CONTAINER_PARENTS (Curator's creatingParentContainersIfNeeded), else plain ones.
+ * ZKL_PNODE_PROTECTED (Curator's withProtection): the node's name is _c_<uuid>-<last segment
+ * of path> in path's parent (the uuid this object's own, zkl_protected_prefix).
+ * ZKL_PNODE_SEQUENTIAL (EPHEMERAL_SEQUENTIAL, PERSISTENT_SEQUENTIAL[_WITH_TTL]): the first
+ * create is sequential, so the node is <that name><10-digit sequence>; every later create of
+ * this run (after a deletion or an expiry) re-makes that same name, not sequential (Curator's
+ * createNode with a known path).  zkl_pnode_actual_path: the node's path once created (or
+ * found), NULL before and after the run; the same for the whole run.
+ * A sequential create whose reply was lost (connection loss: it may have made the node) is not
+ * repeated blindly: the parent's children are listed and the node is found again — with
+ * protection by its _c_<uuid>- name, without it (ephemeral only) as the <name><sequence> child
+ * whose ephemeralOwner is this session (two sequential nodes of one session at one path
+ * without protection cannot be told apart: use protection) — and taken over (its data written,
+ * not counted as a creation); none found: created.  A persistent sequential node without
+ * protection cannot be found: as Curator, a lost reply may leave a second node.
  *
  * While running (zkl_pnode_start until zkl_pnode_stop):
  * - The node is created.  One that exists already (NODEEXISTS: our create whose reply was
@@ -31,7 +45,8 @@
  *   or NONODE after ZKL_RETRY_LIMIT rounds of making the parents): phase FAILED with rc.
  * zkl_pnode_stop stops keeping the node and deletes it (phase STOPPING until the delete is
  * answered: a connection loss repeats it once CONNECTED, a LOST ends it for an ephemeral
- * node), then IDLE.  zkl_pnode_free of a running node stops it in the background ("orphaned":
+ * node), then IDLE.  A sequential node not named yet: the create under way is waited for (or
+ * the node of a lost reply looked for) and what it made deleted.  zkl_pnode_free of a running node stops it in the background ("orphaned":
  * freed once nothing is in flight).
  *
  * Everything runs on the session's owner thread (routed ops, route.h).  The owner starts and
@@ -60,7 +75,9 @@ enum {
 
 enum {
     ZKL_PNODE_EPHEMERAL = 1,        /* else persistent */
-    ZKL_PNODE_CONTAINER_PARENTS = 2 /* a missing parent path is made of containers */
+    ZKL_PNODE_CONTAINER_PARENTS = 2, /* a missing parent path is made of containers */
+    ZKL_PNODE_SEQUENTIAL = 4,        /* the first create is sequential */
+    ZKL_PNODE_PROTECTED = 8          /* the name is _c_<uuid>-<name> (Curator's protection) */
 };
 
 /* A persistent node at path (checked by the caller) holding data; flags ZKL_PNODE_*; ttl:
@@ -83,6 +100,8 @@ zkl_pnode_phase zkl_pnode_phase_of(const zkl_pnode *n);
 int zkl_pnode_present(const zkl_pnode *n); /* the node is there, as this client last learnt */
 int zkl_pnode_rc(const zkl_pnode *n);      /* why it failed (or the last stop's error), or ZOK */
 int zkl_pnode_deleted(const zkl_pnode *n); /* the last stop deleted the node */
+/* The node's path once this run created or found it (a sequential one's name), else NULL. */
+const char *zkl_pnode_actual_path(const zkl_pnode *n);
 /* The node is there holding the latest set_data's data: this client's create or set of that
  * data was answered (and no deletion or expiry seen since). */
 int zkl_pnode_written(const zkl_pnode *n);

@@ -13,11 +13,17 @@
 -- is gone and is created again on the new session) do — is stated once, in
 -- src/recipes/persistent_node.h.  What this layer adds:
 --
--- * zk:PersistentNode(path, data, {ephemeral = true, container = true, ttl = ms, acl = ...}):
+-- * zk:PersistentNode(path, data, {ephemeral = true, sequential = false, protection = false,
+--   container = true, ttl = ms, acl = ...}):
 --   ephemeral (default) or persistent; ttl (persistent only): a TTL node, which the server
 --   deletes after ttl ms without change and this client then creates again; container
 --   (default true, as Curator's creatingParentContainersIfNeeded): a missing parent path is
---   made of container nodes.  Options are checked before anything is sent.
+--   made of container nodes.  sequential (Curator's EPHEMERAL_SEQUENTIAL,
+--   PERSISTENT_SEQUENTIAL[_WITH_TTL]): the node is path + a sequence number given by its first
+--   create, and keeps that name (re-created under it) for the run; protection (Curator's
+--   withProtection): the name is _c_<uuid>-<last segment of path>, so a sequential create
+--   whose reply was lost is found again.  `actual_path` is the node's path once created (nil
+--   before, and after stop).  Options are checked before anything is sent.
 -- * start() returns at once; wait_for_initial_create(timeout) -> true once the node is there
 --   (false when timeout seconds pass first: the node is still being made); `present` says
 --   whether it is there now, as this client last learnt; `data` is the data kept.
@@ -47,6 +53,7 @@ local fields = {
   phase = function(self) return self._ud:phase() end,
   data = function(self) return self._ud:data() end,
   creations = function(self) return self._ud:creations() end,
+  actual_path = function(self) return self._ud:actual_path() end,
 }
 
 function PersistentNode.__index(self, key)
@@ -171,7 +178,8 @@ function PersistentNode:_notified(code)
 end
 assert(lost.NOTIFY_LOST ~= NOTIFY_CREATED)
 
-local OPTIONS = { ephemeral = "boolean", container = "boolean", ttl = "number", acl = "table" }
+local OPTIONS = { ephemeral = "boolean", container = "boolean", ttl = "number", acl = "table",
+                  sequential = "boolean", protection = "boolean" }
 local TTL_MAX = 0xFFFFFFFFFF -- as create's: 40 bits of milliseconds
 
 function recipes.PersistentNode(client, path, data, opts)
@@ -194,8 +202,11 @@ function recipes.PersistentNode(client, path, data, opts)
   local acl = opts.acl and check.acls(fname, opts.acl) or client._default_acl
   local session = usable(client, fname)
   local ud = core.persistent_node(session, path, data, ephemeral, opts.container ~= false,
-                                  ttl and math.floor(ttl), acl)
-  local self = setmetatable({ client = client, path = path, ephemeral = ephemeral, _ud = ud,
+                                  ttl and math.floor(ttl), acl, opts.sequential == true,
+                                  opts.protection == true)
+  local self = setmetatable({ client = client, path = path, ephemeral = ephemeral,
+                              sequential = opts.sequential == true,
+                              protection = opts.protection == true, _ud = ud,
                               _created_callbacks = {} }, PersistentNode)
   base.init(self)
   client:_add_notify_target(ud:id(), self)
