@@ -6,6 +6,8 @@
 -- * Curator registers, zklua's ServiceCache and ServiceDiscovery see it (and its unregister,
 --   and its session's end when the JVM is killed -9);
 -- * zklua registers, Curator's ServiceCache and queryForInstances see it (and its unregister).
+-- * DYNAMIC_SEQUENTIAL both ways: <base>/<name>/<id><sequence> nodes, each side's cache and
+--   queries see the other's; zklua's is registered again (same name) after an expiry.
 local core = require "zklua.core"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
@@ -95,5 +97,52 @@ describe("service discovery with Curator 5.4", function()
     curator:expect("^cache api z%-2@127%.0%.0%.1:7002=null$", LONG)
     sd:close()
     curator:expect("^cache api %-$", LONG)
+  end)
+
+  it("registers DYNAMIC_SEQUENTIAL instances Curator sees, also after an expiry", function()
+    curator:send("cache api")
+    curator:expect("^cache api %-$", LONG)
+    local sd = zk:ServiceDiscovery(BASE)
+    local inst = sd:register{ name = "api", id = "s-1", address = "127.0.0.1", port = 7101,
+                              payload = "seq", service_type = "DYNAMIC_SEQUENTIAL",
+                              uri_spec = "{scheme}://{address}:{port}" }
+    curator:expect("^cache api s%-1@127%.0%.0%.1:7101=seq$", LONG)
+    local children = zk:get_children(BASE .. "/api")
+    assert.are.equal(1, #children)
+    assert.truthy(children[1]:match("^s%-1%d%d%d%d%d%d%d%d%d%d$"), children[1])
+    helpers.expire(zk)
+    helpers.eventually(function()
+      local stat = zk:exists(BASE .. "/api/" .. children[1])
+      return stat ~= nil and stat.ephemeralOwner == zk:client_id()
+    end, LONG, "the instance registered under the same name on the new session")
+    curator:send("query api")
+    curator:expect("^instances api s%-1@127%.0%.0%.1:7101=seq$", LONG)
+    inst.payload = "seq2"
+    sd:update(inst) -- Curator's cache follows the node made on the new session
+    curator:expect("^cache api s%-1@127%.0%.0%.1:7101=seq2$", LONG)
+    sd:unregister(inst)
+    curator:expect("^cache api %-$", LONG)
+    assert.are.same({}, zk:get_children(BASE .. "/api"))
+    sd:close()
+  end)
+
+  it("sees the DYNAMIC_SEQUENTIAL instances Curator registers", function()
+    local sd = zk:ServiceDiscovery(BASE)
+    local cache = sd:ServiceCache("api")
+    cache:start(LONG)
+    curator:send("register_sequential api j-s 127.0.0.1 9101 jseq")
+    curator:expect("^registered j%-s$", LONG)
+    helpers.eventually(function() return #cache:get_instances() == 1 end, LONG, "j-s cached")
+    local got = cache:get_instances()[1]
+    assert.are.equal("j-s", got.id)
+    assert.are.equal("DYNAMIC_SEQUENTIAL", got.service_type)
+    assert.are.equal("jseq", got.payload)
+    local children = zk:get_children(BASE .. "/api")
+    assert.truthy(children[1]:match("^j%-s%d%d%d%d%d%d%d%d%d%d$"), children[1])
+    assert.are.equal(9101, sd:query_for_instance("api", "j-s").port)
+    curator:kill()
+    helpers.eventually(function() return #cache:get_instances() == 0 end, LONG,
+                       "j-s gone with Curator's session")
+    cache:close()
   end)
 end)

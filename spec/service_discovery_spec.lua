@@ -130,8 +130,6 @@ describe("ServiceDiscovery", function()
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload = "\255" })
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", payload_json = "{" })
     raises(errors.BadArgumentsError, sd.register, sd, { name = "a", service_type = "X" })
-    raises(errors.BadArgumentsError, sd.register, sd,
-           { name = "a", service_type = "DYNAMIC_SEQUENTIAL" })
     raises(errors.BadArgumentsError, zk.ServiceDiscovery, zk, "/a/../b")
     raises(errors.KazooException, sd.update, sd, { name = "a", id = "never" })
     assert.is_nil(other:exists("/sd2"))
@@ -192,6 +190,45 @@ describe("ServiceDiscovery", function()
       return stat ~= nil and stat.ephemeralOwner ~= before.ephemeralOwner
     end, LONG, "the instance registered on the new session")
     assert.are.equal(81, reader:query_for_instance("api", "x").port) -- its latest data
+    sd:close()
+    owner:close()
+  end)
+
+  it("registers DYNAMIC_SEQUENTIAL as Curator: <id><sequence>, ephemeral; update, expiry " ..
+     "and unregister act on that node", function()
+    local owner = helpers.client(server.hosts)
+    local sd = owner:ServiceDiscovery("/sd7")
+    local inst = sd:register{ name = "api", id = "q", address = "10.3.3.3", port = 80,
+                              service_type = "DYNAMIC_SEQUENTIAL" }
+    assert.are.equal("DYNAMIC_SEQUENTIAL", inst.service_type)
+    local children = other:get_children("/sd7/api")
+    assert.are.equal(1, #children)
+    assert.truthy(children[1]:match("^q%d%d%d%d%d%d%d%d%d%d$"), children[1])
+    local path = "/sd7/api/" .. children[1]
+    local data, stat = other:get(path)
+    assert.are.equal(owner:client_id(), stat.ephemeralOwner)
+    assert.are.equal(core.service_instance_encode(inst), data)
+    assert.are.equal("q", core.service_instance_decode(data).id) -- the JSON's id is the id
+    assert.is_nil(other:exists("/sd7/api/q"))
+    local reader = other:ServiceDiscovery("/sd7")
+    assert.are.equal("10.3.3.3", reader:query_for_instance("api", "q").address)
+    assert.is_nil(reader:query_for_instance("api", "q0"))
+    local all = reader:query_for_instances("api")
+    assert.are.equal(1, #all)
+    assert.are.equal("q", all[1].id)
+    inst.port = 81
+    sd:update(inst) -- the sequential node itself, not <base>/<name>/<id>
+    assert.are.equal(81, core.service_instance_decode((other:get(path))).port)
+    assert.is_nil(other:exists("/sd7/api/q"))
+    helpers.expire(owner)
+    eventually(function()
+      local now = other:exists(path)
+      return now ~= nil and now.ephemeralOwner == owner:client_id()
+    end, LONG, "the instance registered under the same name on the new session")
+    assert.are.same({ children[1] }, other:get_children("/sd7/api"))
+    assert.are.equal(81, reader:query_for_instance("api", "q").port) -- its latest data
+    sd:unregister(inst)
+    assert.are.same({}, other:get_children("/sd7/api"))
     sd:close()
     owner:close()
   end)

@@ -20,9 +20,14 @@
 --   payload (a string) or payload_json (JSON text: a Java object payload with its "@class";
 --   instances read back carry one of the two, as their payload is a JSON string or not),
 --   registration_time_utc (ms; default now), service_type ("DYNAMIC" (default): an ephemeral
---   znode, "STATIC" or "PERMANENT": persistent; "DYNAMIC_SEQUENTIAL" is refused by register:
---   a sequential name cannot be kept at <base>/<name>/<id>), uri_spec (Curator's template,
---   e.g. "{scheme}://{address}:{port}"), enabled (default true).
+--   znode, "STATIC" or "PERMANENT": persistent; "DYNAMIC_SEQUENTIAL": an ephemeral sequential
+--   znode <base>/<name>/<id><sequence>, as Curator, whose JSON "id" stays <id>), uri_spec
+--   (Curator's template, e.g. "{scheme}://{address}:{port}"), enabled (default true).
+-- A DYNAMIC_SEQUENTIAL registration is an ephemeral sequential PersistentNode: its name is
+-- given by its first create and kept (re-made under it after a deletion or an expiry);
+-- update and unregister act on that node (Curator's act on <base>/<name>/<id>, which is not
+-- it: a Curator bug), and query_for_instance(name, id) finds it too (Curator's reads
+-- <base>/<name>/<id> only, and finds none).
 -- opts of ServiceDiscovery: with_enabled = true writes the "enabled" member too (Curator's
 -- JsonInstanceSerializer(cls, false)); by default it is left out as Curator 5 does, so Curator
 -- 4 readers accept the bytes.
@@ -111,8 +116,11 @@ end
 function ServiceDiscovery:_keep(entry)
   local node, instance = entry.node, entry.instance
   if not node then
+    local kind = instance.service_type
     node = self.client:PersistentNode(self:_path_for(instance.name, instance.id), entry.bytes,
-                                      { ephemeral = instance.service_type == "DYNAMIC",
+                                      { ephemeral = kind == "DYNAMIC" or
+                                                    kind == "DYNAMIC_SEQUENTIAL",
+                                        sequential = kind == "DYNAMIC_SEQUENTIAL",
                                         container = false })
     entry.node = node
   end
@@ -128,11 +136,6 @@ function ServiceDiscovery:register(instance)
   local copy, bytes = prepare(self, "register", instance)
   local client = self.client
   client:_check_wait()
-  if copy.service_type == "DYNAMIC_SEQUENTIAL" then
-    check.fail("register", "service_type", "service_type DYNAMIC_SEQUENTIAL is not supported: " ..
-               "a registration is a PersistentNode at <base>/<name>/<id>, which a sequential " ..
-               "name cannot be")
-  end
   local deadline = base.deadline(nil, client._timeout)
   local old = self._entries[copy.id]
   local entry = { instance = copy, bytes = bytes }
@@ -227,14 +230,36 @@ function ServiceDiscovery:query_for_instances(name)
   return out
 end
 
---- query_for_instance(name, id) -> the instance, or nil when there is none.
+-- The instance id of service name registered DYNAMIC_SEQUENTIAL: the <id><10 digits> child
+-- holding it (the first, in name order), or nil.
+local function sequential_instance(self, name, id)
+  local client, parent = self.client, self:_path_for(name)
+  local ok, children = pcall(client.get_children, client, parent)
+  if not ok then
+    if errors.is(children, errors.NoNodeError) then return nil end
+    error(children, 0)
+  end
+  table.sort(children)
+  for _, child in ipairs(children) do
+    if #child == #id + 10 and child:sub(1, #id) == id and child:sub(#id + 1):match("^%d+$") then
+      local got, data = pcall(client.get, client, parent .. "/" .. child)
+      if not got and not errors.is(data, errors.NoNodeError) then error(data, 0) end
+      local instance = got and decode(self, parent .. "/" .. child, data)
+      if instance and instance.id == id then return instance end
+    end
+  end
+  return nil
+end
+
+--- query_for_instance(name, id) -> the instance, or nil when there is none.  An instance
+-- registered DYNAMIC_SEQUENTIAL (<base>/<name>/<id><sequence>) is found too.
 function ServiceDiscovery:query_for_instance(name, id)
   check_segment("query_for_instance", "name", name)
   check_segment("query_for_instance", "id", id)
   local path = self:_path_for(name, id)
   local ok, data = pcall(self.client.get, self.client, path)
   if not ok then
-    if errors.is(data, errors.NoNodeError) then return nil end
+    if errors.is(data, errors.NoNodeError) then return sequential_instance(self, name, id) end
     error(data, 0)
   end
   return decode(self, path, data)
