@@ -1220,9 +1220,10 @@ function Client:TreeCache(path)
   return require("zklua.recipes.tree_cache").TreeCache(self, path)
 end
 
---- A kazoo Semaphore (zklua.recipes.semaphore): at most max_leases (default 1) holders.
-function Client:Semaphore(path, identifier, max_leases)
-  return require("zklua.recipes.semaphore").Semaphore(self, path, identifier, max_leases)
+--- A kazoo Semaphore (zklua.recipes.semaphore): at most max_leases (default 1) holders;
+--- opts {layout = "curator"}: Curator's InterProcessSemaphoreV2 nodes instead.
+function Client:Semaphore(path, identifier, max_leases, opts)
+  return require("zklua.recipes.semaphore").Semaphore(self, path, identifier, max_leases, opts)
 end
 
 --- A kazoo NonBlockingLease (zklua.recipes.lease): lease.obtained; time-based (seconds).

@@ -2,7 +2,8 @@
  * semaphore_binding.c — the zklua.core semaphore userdata: a thin wrapper over
  * src/recipes/semaphore.c.
  *
- *   core.semaphore(session, path, identifier, max_leases, acl) -> semaphore
+ *   core.semaphore(session, path, identifier, max_leases, acl, layout) -> semaphore,
+ *     layout "kazoo" (default) | "curator"
  *   sem:acquire(blocking) -> true, or nil and "held" | "busy" | "closed"
  *   sem:release() -> true when a release started (it was held)
  *   sem:release_in_background(): stop counting a release under way as held
@@ -10,7 +11,7 @@
  *   sem:phase() -> "idle" | "acquiring" | "held" | "releasing" | "abandoning"
  *   sem:outcome() -> "pending" | "got" | "busy" | "cancelled" | "gave_up" | "mismatch" |
  *                    "failed", rc, stored max_leases text (with "mismatch")
- *   sem:release_rc(), sem:checked(), sem:is_held(), sem:node(), sem:step(),
+ *   sem:release_rc(), sem:checked(), sem:is_held(), sem:node(), sem:prefix(), sem:step(),
  *   sem:fencing_token(), sem:id(), sem:inflight()
  *
  * Contract (SUSPENDED, LOST, stop): src/recipes/semaphore.h; this file only converts.
@@ -36,7 +37,15 @@ static zkl_semaphore *check_sem(lua_State *L)
     return zkl_recipe_check(L, &SEMAPHORE_TYPE)->obj;
 }
 
-/* core.semaphore(session, path, identifier, max_leases, acl) */
+/* The layout named at idx (default "kazoo"). */
+static zkl_semaphore_layout check_layout(lua_State *L, int idx)
+{
+    static const char *const names[] = {"kazoo", "curator", NULL};
+    static const zkl_semaphore_layout layouts[] = {ZKL_SEM_LAYOUT_KAZOO, ZKL_SEM_LAYOUT_CURATOR};
+    return layouts[luaL_checkoption(L, idx, "kazoo", names)];
+}
+
+/* core.semaphore(session, path, identifier, max_leases, acl, layout) */
 static int sem_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
@@ -47,9 +56,10 @@ static int sem_new(lua_State *L)
     if (max < 1 || max > 0x7fffffff)
         return luaL_argerror(L, 4, "max_leases must be from 1 to 2147483647");
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
+    zkl_semaphore_layout layout = check_layout(L, 6);
     zkl_recipe_box *box = zkl_recipe_box_new(L, &SEMAPHORE_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &SEMAPHORE_TYPE, box,
-                              zkl_semaphore_new(*slot, path, data, len, (int)max, acl),
+                              zkl_semaphore_new(*slot, path, data, len, (int)max, acl, layout),
                               slot);
 }
 
@@ -82,6 +92,7 @@ ZKL_RECIPE_INTEGER(sem_release_rc, check_sem, zkl_semaphore_release_rc)
 ZKL_RECIPE_BOOLEAN(sem_checked, check_sem, zkl_semaphore_checked)
 ZKL_RECIPE_BOOLEAN(sem_is_held, check_sem, zkl_semaphore_is_held)
 ZKL_RECIPE_STRING(sem_node, check_sem, zkl_semaphore_node)
+ZKL_RECIPE_STRING(sem_prefix, check_sem, zkl_semaphore_prefix)
 ZKL_RECIPE_STRING(sem_step, check_sem, zkl_semaphore_step_name)
 
 static int sem_fencing_token(lua_State *L)
@@ -108,6 +119,7 @@ static const luaL_Reg sem_methods[] = {
     {"checked", sem_checked},
     {"is_held", sem_is_held},
     {"node", sem_node},
+    {"prefix", sem_prefix},
     {"step", sem_step},
     {"fencing_token", sem_fencing_token},
     {"id", sem_id},

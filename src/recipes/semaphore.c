@@ -13,6 +13,13 @@
  *
  * What is known of the own lease node: NONE (it does not exist), MAYBE (a create went out
  * and its result is unknown: the node is looked up, or deleted, by its fixed name) or OWN.
+ *
+ * The two layouts differ in three places only.  Where the mutex is (kazoo's Lock at
+ * <path>-__lock__, Curator's InterProcessMutex at <path>/locks); what follows the mutex
+ * (kazoo: READ_MAX/MAKE once, then COUNT before CREATE; Curator: CREATE before COUNT, which
+ * counts the own node too); and the lease node's name (kazoo: fixed; Curator: sequential, so
+ * a create of unknown result is looked for by its protected prefix (FIND) before CONFIRM
+ * reads its czxid, and the name is forgotten with the node).
  */
 #include "semaphore.h"
 
@@ -30,6 +37,10 @@
 enum { MAX_STORED_SHOWN = 40 };
 
 static const char MUTEX_SUFFIX[] = "-__lock__"; /* kazoo: path + "-" + "__lock__" */
+/* Curator's InterProcessSemaphoreV2: LOCK_PARENT, LEASE_PARENT and LEASE_BASE_NAME */
+static const char CURATOR_LOCKS[] = "locks";
+static const char CURATOR_LEASES[] = "leases";
+static const char CURATOR_LEASE_BASE[] = "lease-";
 
 typedef enum {
     STEP_NONE,
@@ -42,12 +53,13 @@ typedef enum {
     STEP_CREATE,       /* create the own lease node */
     STEP_CONFIRM,      /* exists on the own lease node, after a create of unknown result */
     STEP_DELETE,       /* delete the own lease node (release, clean-up) */
-    STEP_UNLOCK        /* the mutex is being released */
+    STEP_UNLOCK,       /* the mutex is being released */
+    STEP_FIND          /* Curator: list the leases for the own node, by its protected prefix */
 } sem_step;
 
 static const char *const STEP_NAMES[] = {"none",  "read_max", "make",    "make_parents",
                                          "lock",  "count",    "wait",    "create",
-                                         "confirm", "delete", "unlock"};
+                                         "confirm", "delete", "unlock",  "find"};
 
 typedef enum { LEASE_NONE, LEASE_MAYBE, LEASE_OWN } lease_state;
 
@@ -55,15 +67,20 @@ struct zkl_semaphore {
     zkl_session *s; /* NULL once the session is freed */
     zkl_route route;
     uint64_t id;
+    zkl_semaphore_layout layout;
     char *path;
-    char *node;        /* "<uuid hex>": the lease node's name, fixed for the object's life */
-    char *create_path; /* path + "/" + node */
+    char *leases;      /* the lease nodes' parent: path (kazoo), path + "/leases" (Curator) */
+    char *prefix;      /* the create's name: "<uuid hex>" (kazoo), "_c_<uuid>-lease-" (Curator) */
+    char *create_path; /* leases + "/" + prefix */
+    char *node;        /* the lease node's name: kazoo's is prefix, for the object's life;
+                          Curator's is known once created (NULL while none is known) */
+    char *node_path;   /* leases + "/" + node, with node */
     char *data;
     int data_len;
     int max_leases;
     char max_text[24];
     struct ACL_vector acl;
-    zkl_lock *mutex;   /* at path + "-__lock__" */
+    zkl_lock *mutex;   /* at path + "-__lock__" (kazoo), path + "/locks" (Curator) */
 
     zkl_semaphore_phase phase;
     sem_step step;
@@ -90,6 +107,43 @@ struct zkl_semaphore {
 static void go(zkl_semaphore *m, sem_step step);
 static void next_cleanup(zkl_semaphore *m);
 
+static int is_curator(const zkl_semaphore *m)
+{
+    return m->layout == ZKL_SEM_LAYOUT_CURATOR;
+}
+
+/* ---------------------------------------------------------------- the lease node's name */
+
+/* Curator's node is known by name (took ownership of name, NULL: none); 0, or -1 when out of
+ * memory (then none is known). */
+static int set_node(zkl_semaphore *m, char *name)
+{
+    free(m->node);
+    free(m->node_path);
+    m->node = name;
+    m->node_path = name ? zkl_join_path(m->leases, name) : NULL;
+    if (name && !m->node_path) {
+        free(m->node);
+        m->node = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* There is no own lease node (any more): a Curator one's name goes with it. */
+static void lease_gone(zkl_semaphore *m)
+{
+    m->lease = LEASE_NONE;
+    if (is_curator(m))
+        set_node(m, NULL);
+}
+
+/* The step after the mutex is taken, with no lease node: kazoo counts, Curator creates. */
+static sem_step first_step(const zkl_semaphore *m)
+{
+    return is_curator(m) ? STEP_CREATE : STEP_COUNT;
+}
+
 /* ---------------------------------------------------------------- phases */
 
 static void become_idle(zkl_semaphore *m)
@@ -98,7 +152,7 @@ static void become_idle(zkl_semaphore *m)
     m->step = STEP_NONE;
     m->parked = 0;
     m->op_id = m->watch_id = 0;
-    m->lease = LEASE_NONE;
+    lease_gone(m);
 }
 
 static void become_held(zkl_semaphore *m)
@@ -122,15 +176,19 @@ static void abandon(zkl_semaphore *m, zkl_semaphore_outcome outcome, int rc)
     m->rc = rc;
     m->phase = ZKL_SEM_ABANDONING;
     m->watch_id = 0; /* a watch still out is stale now */
-    if (m->op_id && (m->step == STEP_CREATE || m->step == STEP_CONFIRM))
+    if (m->op_id && (m->step == STEP_CREATE || m->step == STEP_CONFIRM || m->step == STEP_FIND))
         return; /* its result tells whether there is a lease node to delete */
     next_cleanup(m);
 }
 
-/* The clean-up of an abandoned acquire, in order: the lease node, then the mutex. */
+/* The clean-up of an abandoned acquire, in order: the lease node (a Curator one looked for
+ * first when its name is unknown), then the mutex. */
 static void next_cleanup(zkl_semaphore *m)
 {
-    go(m, m->lease != LEASE_NONE ? STEP_DELETE : STEP_UNLOCK);
+    if (m->lease == LEASE_NONE)
+        go(m, STEP_UNLOCK);
+    else
+        go(m, m->node ? STEP_DELETE : STEP_FIND);
 }
 
 /* A step failed for good: an acquire fails (cleaning up), a release leaves the lease held,
@@ -150,7 +208,7 @@ static void step_failed(zkl_semaphore *m, int rc)
         if (m->step == STEP_UNLOCK) {
             become_idle(m);
         } else {
-            m->lease = LEASE_NONE;
+            lease_gone(m);
             next_cleanup(m);
         }
         break;
@@ -178,7 +236,7 @@ static void take_mutex(zkl_semaphore *m)
     zkl_lock_phase phase = zkl_lock_phase_of(l);
     if (phase == ZKL_LOCK_HELD) {
         m->mutex_asked = 0;
-        go(m, STEP_COUNT);
+        go(m, first_step(m));
         return;
     }
     if (phase != ZKL_LOCK_IDLE)
@@ -240,6 +298,12 @@ static uint64_t counted(zkl_semaphore *m, uint64_t id, int watch)
 
 static uint64_t submit_make_parents(zkl_semaphore *m)
 {
+    if (is_curator(m)) { /* Curator: creatingParentContainersIfNeeded, up to the leases */
+        uint64_t last;
+        zkl_create_path_mode(m->s, m->leases, &m->acl, ZOO_CONTAINER, &m->route, &m->inflight,
+                             &last);
+        return last;
+    }
     const char *slash = strrchr(m->path, '/');
     if (!slash || slash == m->path)
         return 0; /* a top-level path has no parent to make */
@@ -266,16 +330,19 @@ static uint64_t submit_step(zkl_semaphore *m)
     case STEP_MAKE_PARENTS:
         return submit_make_parents(m);
     case STEP_COUNT:
-        id = counted(m, zkl_op_children(s, m->path, 1, &m->route), 1);
+        id = counted(m, zkl_op_children(s, m->leases, 1, &m->route), 1);
         m->watch_id = id;
         return id;
     case STEP_CREATE:
         return counted(m, zkl_op_create(s, m->create_path, m->data, m->data_len, &m->acl,
-                                        ZOO_EPHEMERAL, 1, &m->route), 0);
+                                        is_curator(m) ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_EPHEMERAL,
+                                        1, &m->route), 0);
+    case STEP_FIND:
+        return counted(m, zkl_op_children(s, m->leases, 0, &m->route), 0);
     case STEP_CONFIRM:
-        return counted(m, zkl_op_exists(s, m->create_path, 0, &m->route), 0);
+        return counted(m, zkl_op_exists(s, m->node_path, 0, &m->route), 0);
     case STEP_DELETE:
-        return counted(m, zkl_op_delete(s, m->create_path, -1, &m->route), 0);
+        return counted(m, zkl_op_delete(s, m->node_path, -1, &m->route), 0);
     default:
         return 0;
     }
@@ -407,15 +474,41 @@ static void made(zkl_semaphore *m, const zkl_event *ev)
 static void parents_made(zkl_semaphore *m, const zkl_event *ev)
 {
     if (ev->rc == ZOK || ev->rc == ZNODEEXISTS)
-        go(m, STEP_MAKE);
+        go(m, is_curator(m) ? STEP_CREATE : STEP_MAKE);
     else
         step_failed(m, ev->rc);
+}
+
+static int listed(const zkl_event *ev, const char *name)
+{
+    for (int i = 0; name && i < ev->string_count; i++) {
+        if (strcmp(ev->strings[i], name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Curator: the own lease node is gone (deleted by someone, with the leases' parent): create
+ * it again, still holding the mutex (Curator starts again from the mutex), a bounded number of
+ * times. */
+static void create_again(zkl_semaphore *m, sem_step step)
+{
+    lease_gone(m);
+    if (++m->make_rounds <= ZKL_RETRY_LIMIT)
+        go(m, step);
+    else
+        step_failed(m, ZNONODE);
 }
 
 static void leases_counted(zkl_semaphore *m, const zkl_event *ev)
 {
     if (ev->rc != ZOK)
         m->watch_id = 0; /* not set (or stale): nothing to wait for */
+    if (is_curator(m) && (ev->rc == ZNONODE || (ev->rc == ZOK && !listed(ev, m->node)))) {
+        m->watch_id = 0;
+        create_again(m, STEP_CREATE);
+        return;
+    }
     if (ev->rc == ZNONODE) { /* <path> went (with its max_leases): make it again */
         m->assured = 0;
         go(m, STEP_MAKE);
@@ -425,9 +518,11 @@ static void leases_counted(zkl_semaphore *m, const zkl_event *ev)
         step_failed(m, ev->rc);
         return;
     }
-    if (ev->string_count < m->max_leases) {
+    /* the leases of others (Curator's own node is among them, and counts: size <= max) */
+    int taken = is_curator(m) ? ev->string_count - 1 : ev->string_count;
+    if (taken < m->max_leases) {
         m->watch_id = 0;
-        go(m, STEP_CREATE);
+        go(m, is_curator(m) ? STEP_UNLOCK : STEP_CREATE); /* Curator: held once unlocked */
     } else if (!m->blocking) {
         abandon(m, ZKL_SEM_BUSY, ZOK);
     } else if (m->watch_id != 0) {
@@ -440,37 +535,75 @@ static void leases_counted(zkl_semaphore *m, const zkl_event *ev)
 
 static void lease_known(zkl_semaphore *m, lease_state lease, const struct Stat *stat)
 {
+    if (lease == LEASE_NONE)
+        lease_gone(m);
     m->lease = lease;
     if (lease == LEASE_OWN)
         m->czxid = stat->czxid;
     if (m->phase == ZKL_SEM_ABANDONING)
         next_cleanup(m);
-    else if (lease == LEASE_OWN)
-        go(m, STEP_UNLOCK); /* the acquire ends once the mutex is released */
-    else if (lease == LEASE_MAYBE)
-        go(m, STEP_CONFIRM);
+    else if (lease == LEASE_OWN) /* kazoo: the acquire ends once the mutex is released */
+        go(m, is_curator(m) ? STEP_COUNT : STEP_UNLOCK);
+    else if (lease == LEASE_MAYBE) /* look it up: by name, or a Curator one by prefix */
+        go(m, m->node ? STEP_CONFIRM : STEP_FIND);
     else
-        go(m, STEP_COUNT);
+        go(m, first_step(m));
+}
+
+/* Curator's created node's name, from the path the create returned (unknown when out of
+ * memory: it is looked for by prefix). */
+static void learn_name(zkl_semaphore *m, const zkl_event *ev)
+{
+    const char *slash = ev->data ? strrchr(ev->data, '/') : NULL;
+    char *name = slash ? strdup(slash + 1) : NULL;
+    if (name)
+        set_node(m, name);
 }
 
 static void created(zkl_semaphore *m, const zkl_event *ev)
 {
-    if (ev->rc == ZOK && ev->has_stat) {
+    if (ev->rc == ZOK && is_curator(m))
+        learn_name(m, ev);
+    if (ev->rc == ZOK && ev->has_stat && m->node) {
         lease_known(m, LEASE_OWN, &ev->stat);
     } else if (ev->rc == ZOK || ev->rc == ZNODEEXISTS) {
         lease_known(m, LEASE_MAYBE, NULL); /* the fixed name is ours: look it up */
     } else if (ev->rc == ZNONODE) { /* <path> went: make it again (still holding the mutex) */
-        m->lease = LEASE_NONE;
+        lease_gone(m);
         if (m->phase == ZKL_SEM_ABANDONING) {
             next_cleanup(m);
+        } else if (is_curator(m)) {
+            create_again(m, STEP_MAKE_PARENTS); /* Curator: creatingParentContainersIfNeeded */
         } else {
             m->assured = 0;
             go(m, STEP_MAKE);
         }
     } else {
-        m->lease = LEASE_NONE; /* the server refused it: no node */
+        lease_gone(m); /* the server refused it: no node */
         step_failed(m, ev->rc);
     }
+}
+
+/* Curator: the listing after a create of unknown result, for a node with the own prefix. */
+static void found(zkl_semaphore *m, const zkl_event *ev)
+{
+    if (ev->rc != ZOK && ev->rc != ZNONODE) {
+        step_failed(m, ev->rc);
+        return;
+    }
+    size_t n = strlen(m->prefix);
+    for (int i = 0; ev->rc == ZOK && i < ev->string_count; i++) {
+        if (strncmp(ev->strings[i], m->prefix, n) == 0) {
+            char *name = strdup(ev->strings[i]);
+            if (!name || set_node(m, name) != 0) {
+                step_failed(m, ZSYSTEMERROR);
+                return;
+            }
+            lease_known(m, LEASE_MAYBE, NULL); /* its czxid: CONFIRM */
+            return;
+        }
+    }
+    lease_known(m, LEASE_NONE, NULL); /* the create never applied */
 }
 
 static void confirmed(zkl_semaphore *m, const zkl_event *ev)
@@ -489,7 +622,7 @@ static void deleted(zkl_semaphore *m, const zkl_event *ev)
         step_failed(m, ev->rc);
         return;
     }
-    m->lease = LEASE_NONE;
+    lease_gone(m);
     if (m->phase == ZKL_SEM_RELEASING) {
         m->release_rc = ZOK;
         become_idle(m);
@@ -498,12 +631,21 @@ static void deleted(zkl_semaphore *m, const zkl_event *ev)
     }
 }
 
+/* The step to redo after its result was lost: the paths' creates start again from the
+ * node's own create (kazoo: <path>, Curator: the lease node). */
+static sem_step retry_step(const zkl_semaphore *m)
+{
+    if (m->step != STEP_MAKE_PARENTS)
+        return m->step;
+    return is_curator(m) ? STEP_CREATE : STEP_MAKE;
+}
+
 /* The session is closed (stopped) or refused our auth: nothing more can be done on it. */
 static void session_closed(zkl_semaphore *m, int rc)
 {
     m->op_id = m->watch_id = 0;
     m->parked = 0;
-    m->lease = LEASE_NONE; /* ephemeral: gone with the session */
+    lease_gone(m); /* ephemeral: gone with the session */
     switch (m->phase) {
     case ZKL_SEM_HELD:
         become_idle(m);
@@ -529,7 +671,7 @@ static void session_closed(zkl_semaphore *m, int rc)
 static void session_expired(zkl_semaphore *m)
 {
     m->op_id = m->watch_id = 0;
-    m->lease = LEASE_NONE;
+    lease_gone(m);
     switch (m->phase) {
     case ZKL_SEM_HELD:
         become_idle(m);
@@ -546,7 +688,7 @@ static void session_expired(zkl_semaphore *m)
         if (m->assured)
             go(m, STEP_LOCK);
         else
-            go(m, m->step == STEP_MAKE_PARENTS ? STEP_MAKE : m->step);
+            go(m, retry_step(m));
         break;
     default:
         break;
@@ -572,15 +714,11 @@ static void on_state(zkl_semaphore *m, zkl_state state)
 static void on_connection_lost(zkl_semaphore *m)
 {
     if (m->step == STEP_CREATE) {
-        m->lease = LEASE_MAYBE; /* it may have been applied: look (or delete) by name */
-        if (m->phase == ZKL_SEM_ABANDONING)
-            next_cleanup(m);
-        else
-            go(m, STEP_CONFIRM);
+        lease_known(m, LEASE_MAYBE, NULL); /* it may have been applied: look (or delete) */
     } else if (m->step == STEP_CONFIRM && m->phase == ZKL_SEM_ABANDONING) {
         next_cleanup(m);
     } else {
-        go(m, m->step == STEP_MAKE_PARENTS ? STEP_MAKE : m->step);
+        go(m, retry_step(m));
     }
 }
 
@@ -606,6 +744,7 @@ static void on_op(zkl_semaphore *m, const zkl_event *ev)
     case STEP_COUNT: leases_counted(m, ev); break;
     case STEP_CREATE: created(m, ev); break;
     case STEP_CONFIRM: confirmed(m, ev); break;
+    case STEP_FIND: found(m, ev); break;
     case STEP_DELETE: deleted(m, ev); break;
     default: break;
     }
@@ -630,7 +769,10 @@ static void destroy(zkl_semaphore *m)
         zkl_lock_free(m->mutex); /* an orphan lock finishes its own work */
     }
     free(m->path);
+    free(m->leases);
+    free(m->prefix);
     free(m->node);
+    free(m->node_path);
     free(m->create_path);
     free(m->data);
     free(m->stored_max);
@@ -683,8 +825,10 @@ static void on_mutex(void *ctx, int state)
     maybe_destroy(m);
 }
 
-static char *mutex_path(const char *path)
+static char *mutex_path(const char *path, zkl_semaphore_layout layout)
 {
+    if (layout == ZKL_SEM_LAYOUT_CURATOR)
+        return zkl_join_path(path, CURATOR_LOCKS);
     size_t n = strlen(path);
     char *p = malloc(n + sizeof MUTEX_SUFFIX);
     if (p) {
@@ -694,8 +838,20 @@ static char *mutex_path(const char *path)
     return p;
 }
 
+/* The lease node's create name: kazoo's "<uuid hex>", Curator's protected "_c_<uuid>-lease-". */
+static char *lease_prefix(const char *hex, zkl_semaphore_layout layout)
+{
+    if (layout != ZKL_SEM_LAYOUT_CURATOR)
+        return strdup(hex);
+    char prefix[ZKL_PROTECTED_PREFIX_LEN + sizeof CURATOR_LEASE_BASE];
+    zkl_protected_prefix(prefix, hex);
+    memcpy(prefix + ZKL_PROTECTED_PREFIX_LEN, CURATOR_LEASE_BASE, sizeof CURATOR_LEASE_BASE);
+    return strdup(prefix);
+}
+
 zkl_semaphore *zkl_semaphore_new(zkl_session *s, const char *path, const char *data, int len,
-                                 int max_leases, const struct ACL_vector *acl)
+                                 int max_leases, const struct ACL_vector *acl,
+                                 zkl_semaphore_layout layout)
 {
     zkl_semaphore *m = calloc(1, sizeof *m);
     if (!m)
@@ -704,23 +860,37 @@ zkl_semaphore *zkl_semaphore_new(zkl_session *s, const char *path, const char *d
     m->route.fn = on_route;
     m->route.ctx = m;
     m->id = zkl_session_new_target(s);
+    m->layout = layout;
     m->max_leases = max_leases;
     m->release_rc = ZOK;
+    m->assured = layout == ZKL_SEM_LAYOUT_CURATOR; /* Curator stores no max_leases */
     snprintf(m->max_text, sizeof m->max_text, "%d", max_leases);
     errno = 0;
+    char uuid[ZKL_UUID_HEX_LEN + 1];
     m->path = strdup(path);
     m->data = malloc(len > 0 ? (size_t)len : 1);
-    m->node = malloc(ZKL_UUID_HEX_LEN + 1);
-    char *lock_path = mutex_path(path);
-    if (!m->path || !m->data || !m->node || !lock_path || zkl_uuid4_hex(m->node) != 0 ||
-        zkl_acl_copy(&m->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
+    m->leases = layout == ZKL_SEM_LAYOUT_CURATOR ? zkl_join_path(path, CURATOR_LEASES)
+                                                 : strdup(path);
+    char *lock_path = mutex_path(path, layout);
+    if (!m->path || !m->data || !m->leases || !lock_path || zkl_uuid4_hex(uuid) != 0 ||
+        zkl_acl_copy(&m->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0 ||
+        !(m->prefix = lease_prefix(uuid, layout)))
         goto fail;
     if (len > 0)
         memcpy(m->data, data, (size_t)len);
     m->data_len = len > 0 ? len : 0;
-    m->create_path = zkl_join_path(path, m->node);
-    m->mutex = zkl_lock_new(s, lock_path, data, len, ZKL_LOCK_EXCLUSIVE, acl);
-    if (!m->create_path || !m->mutex)
+    m->create_path = zkl_join_path(m->leases, m->prefix);
+    if (!m->create_path)
+        goto fail;
+    if (layout == ZKL_SEM_LAYOUT_KAZOO) { /* kazoo's name is fixed: known from the start */
+        char *name = strdup(m->prefix);
+        if (!name || set_node(m, name) != 0)
+            goto fail;
+    }
+    m->mutex = zkl_lock_new(s, lock_path, data, len,
+                            layout == ZKL_SEM_LAYOUT_CURATOR ? ZKL_LOCK_CURATOR_MUTEX
+                                                             : ZKL_LOCK_EXCLUSIVE, acl);
+    if (!m->mutex)
         goto fail;
     free(lock_path);
     zkl_lock_observe(m->mutex, on_mutex, m);
@@ -806,7 +976,7 @@ void zkl_semaphore_give_up(zkl_semaphore *m)
 
 int zkl_semaphore_release(zkl_semaphore *m)
 {
-    if (m->phase != ZKL_SEM_HELD || !m->s)
+    if (m->phase != ZKL_SEM_HELD || !m->s || !m->node)
         return 0;
     m->phase = ZKL_SEM_RELEASING;
     m->release_rc = ZOK;
@@ -860,6 +1030,11 @@ int zkl_semaphore_is_held(const zkl_semaphore *m)
 const char *zkl_semaphore_node(const zkl_semaphore *m)
 {
     return m->node;
+}
+
+const char *zkl_semaphore_prefix(const zkl_semaphore *m)
+{
+    return m->prefix;
 }
 
 const char *zkl_semaphore_step_name(const zkl_semaphore *m)

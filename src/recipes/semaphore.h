@@ -1,7 +1,8 @@
 /*
- * semaphore.h — kazoo's Semaphore as a C state machine (no Lua here).
+ * semaphore.h — kazoo's Semaphore, or Curator's InterProcessSemaphoreV2, as a C state machine
+ * (no Lua here).
  *
- * Layout (kazoo 2.8, shared with kazoo processes):
+ * Layout ZKL_SEM_LAYOUT_KAZOO (kazoo 2.8, shared with kazoo processes):
  * - <path> holds max_leases as ASCII decimal, written by whoever created it; a different
  *   number there makes an acquire fail with ZKL_SEM_MISMATCH (kazoo's ValueError); data that
  *   is not a number (as Python's int() reads it) is ignored.  Checked on the first acquire.
@@ -12,18 +13,36 @@
  *   every lease taken waits for a change of <path>'s children while still holding the mutex
  *   (as kazoo: only that one waiter watches), then counts again.
  *
+ * Layout ZKL_SEM_LAYOUT_CURATOR (Curator 5.4's InterProcessSemaphoreV2, shared with Java
+ * processes using it):
+ * - The mutex is Curator's InterProcessMutex (lock.h, ZKL_LOCK_CURATOR_MUTEX) at <path>/locks.
+ * - The lease node is <path>/leases/_c_<uuid 8-4-4-4-12>-lease-<10 digits>, EPHEMERAL|
+ *   SEQUENTIAL (Curator's protected create), holding the identifier; a missing <path>/leases
+ *   is made of container nodes (creatingParentContainersIfNeeded).  Every child of
+ *   <path>/leases counts as a lease.  Nothing is stored in <path>: max_leases is each
+ *   process's own (Curator's), never checked against the others'.
+ * - Under the mutex the lease node is created first, then the leases are listed with a watch:
+ *   the own node among at most max_leases children holds; more, and a blocking acquire waits
+ *   for a change of the children (still holding the mutex) and lists again; a non-blocking one,
+ *   a timeout or a cancel deletes its node.  The own node missing from the list (deleted by
+ *   someone) is created again, up to ZKL_RETRY_LIMIT times.  The mutex is released at the end
+ *   either way, as Curator's finally.
+ *
  * Everything runs on the session's owner thread: the semaphore's own ops are routed
  * (route.h), and it hears of its mutex (and of session state changes, after the mutex did)
  * through the lock's observer.  The owner drives it with acquire/release/cancel/give_up and
  * reads its phase; it waits (and times out) itself.
  *
- * Guarantees:
- * - At most max_leases lease nodes exist under <path> among processes that follow the
- *   protocol (zklua and kazoo alike): a lease is created only under the mutex, after
- *   counting fewer than max_leases children.
- * - One lease node per semaphore at most, and none left behind: its name is fixed for the
- *   object's life, so a create whose reply was lost (connection loss) is looked up by name
- *   (exists) before anything else; an acquire that does not succeed deletes it.
+ * Guarantees (both layouts unless said):
+ * - At most max_leases holders among processes that follow the protocol (zklua and kazoo,
+ *   zklua and Curator, with one max_leases): kazoo's lease is created only under the mutex,
+ *   after counting fewer than max_leases children; Curator's is held only when counted,
+ *   under the mutex, among at most max_leases children (at most one extra node exists: the
+ *   one waiter's, which holds the mutex).
+ * - One lease node per semaphore at most, and none left behind: a create whose reply was lost
+ *   (connection loss) is looked up before anything else (kazoo: exists on its name, fixed for
+ *   the object's life; Curator: the leases listed for its protected prefix, as Curator's
+ *   protection does); an acquire that does not succeed deletes it.
  * - SUSPENDED (connection loss, operation timeout): a holder keeps its lease (its ephemeral
  *   node lives while the session does); an acquire or release under way repeats its step
  *   once the session is CONNECTED again.
@@ -50,6 +69,11 @@
 typedef struct zkl_semaphore zkl_semaphore;
 
 typedef enum {
+    ZKL_SEM_LAYOUT_KAZOO = 0,  /* kazoo's Semaphore */
+    ZKL_SEM_LAYOUT_CURATOR = 1 /* Curator's InterProcessSemaphoreV2 */
+} zkl_semaphore_layout;
+
+typedef enum {
     ZKL_SEM_IDLE = 0,   /* no lease, nothing under way */
     ZKL_SEM_ACQUIRING,  /* an acquire is under way (until the mutex is released again) */
     ZKL_SEM_HELD,
@@ -70,11 +94,12 @@ typedef enum {
 
 enum { ZKL_SEM_NOTIFY_LOST = 1 }; /* the notify code: the holder lost its lease */
 
-/* A semaphore on path (checked by the caller) with max_leases >= 1, whose lease node (and
- * mutex contender node) hold data.  acl NULL: open.  NULL when out of memory or when no
- * random uuid could be read (errno set). */
+/* A semaphore in layout on path (checked by the caller) with max_leases >= 1, whose lease
+ * node (and mutex contender node) hold data.  acl NULL: open.  NULL when out of memory or
+ * when no random uuid could be read (errno set). */
 zkl_semaphore *zkl_semaphore_new(zkl_session *s, const char *path, const char *data, int len,
-                                 int max_leases, const struct ACL_vector *acl);
+                                 int max_leases, const struct ACL_vector *acl,
+                                 zkl_semaphore_layout layout);
 void zkl_semaphore_free(zkl_semaphore *m);
 /* The session was freed (after it delivered every routed event): never touch it again. */
 void zkl_semaphore_forget_session(zkl_semaphore *m);
@@ -104,7 +129,10 @@ int zkl_semaphore_release_rc(const zkl_semaphore *m); /* ZOK, or why the last re
  * free lease found at the deadline is still taken.) */
 int zkl_semaphore_checked(const zkl_semaphore *m);
 int zkl_semaphore_is_held(const zkl_semaphore *m); /* HELD or RELEASING */
-const char *zkl_semaphore_node(const zkl_semaphore *m);      /* the lease node's name */
+/* The lease node's name: kazoo's, fixed; Curator's while it exists (else NULL). */
+const char *zkl_semaphore_node(const zkl_semaphore *m);
+/* The lease node's create name: kazoo's (= its name), Curator's "_c_<uuid>-lease-". */
+const char *zkl_semaphore_prefix(const zkl_semaphore *m);
 const char *zkl_semaphore_step_name(const zkl_semaphore *m); /* for tests and debugging */
 int zkl_semaphore_fencing_token(const zkl_semaphore *m, int64_t *token); /* 0 while held */
 uint64_t zkl_semaphore_id(const zkl_semaphore *m); /* the notify target */

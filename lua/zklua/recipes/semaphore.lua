@@ -1,6 +1,7 @@
 --- zklua.recipes.semaphore — kazoo's Semaphore: at most max_leases holders at once.
 --
 --   local sem = zk:Semaphore("/app/pool", "worker-1", 3)
+--   local cur = zk:Semaphore("/app/pool", "worker-1", 3, {layout = "curator"})  -- with Java
 --   if sem:acquire(true, 5) then ... sem:release() end    -- LockTimeout after 5 s
 --   sem:with(function() ... end)                          -- released even on error
 --   sem:on_lost(function(s) ... end)                      -- the session expired
@@ -19,11 +20,17 @@
 --   holds another max_leases.  The timeout never ends an acquire before it has looked once,
 --   unless the connection is down.  The holder's acquire returns true without a second
 --   lease (kazoo).
+-- * opts (fifth argument) {layout = "kazoo" (default) | "curator"}: layout = "curator" takes
+--   Curator's InterProcessSemaphoreV2 nodes (<path>/locks, <path>/leases/_c_<uuid>-lease-<seq>)
+--   so zklua and Java processes using Curator share one semaphore (layout in semaphore.h);
+--   nothing is stored in <path>, so no max_leases mismatch is raised (as Curator).
 -- * on_lost(fn): fn(sem) runs when a holder learns of LOST (is_acquired turns false);
 --   zk:stop() is a LOST too.
 -- * release() waits for the delete; while disconnected it waits at most a session timeout,
 --   then counts as released (the node goes with the session, or is deleted once reconnected).
--- * lease_holders() -> the identifiers of the current holders (unordered).
+-- * lease_holders() -> the identifiers of the current holders (unordered); with Curator's
+--   layout the node of an acquirer still waiting (the newest, when there are more than
+--   max_leases) is left out.
 -- * Sharing (zklua.recipes.base): one object holds one lease; coroutines sharing it queue in
 --   arrival order and hold it in turn; the timeout counts the queueing.
 local core = require "zklua.core"
@@ -41,6 +48,8 @@ local Semaphore = { __name = "zklua.Semaphore" }
 local fields = {
   is_acquired = function(self) return self._sem:is_held() end,
   fencing_token = function(self) return self._sem:fencing_token() end,
+  -- the lease node's name (Curator's: sequential, known while it exists)
+  node = function(self) return self._sem:node() end,
 }
 
 function Semaphore.__index(self, key)
@@ -95,10 +104,17 @@ end
 function Semaphore:lease_holders()
   local client = self.client
   usable(client, "lease_holders")
-  if not client:exists(self.path) then return {} end
+  local leases = self.leases_path
+  if not client:exists(leases) then return {} end
+  local names = client:get_children(leases)
+  if self.layout == "curator" and #names > self.max_leases then
+    -- Curator's waiter creates its node before counting: the newest one does not hold
+    table.sort(names, function(x, y) return x:sub(-10) < y:sub(-10) end)
+    names[#names] = nil
+  end
   local futures = {}
-  for i, name in ipairs(client:get_children(self.path)) do
-    futures[i] = client:get_async(join(self.path, name))
+  for i, name in ipairs(names) do
+    futures[i] = client:get_async(join(leases, name))
   end
   local holders = {}
   for _, f in ipairs(futures) do
@@ -118,9 +134,18 @@ Semaphore.with = base.with
 -- on_lost(fn): fn(sem) runs when the session expired (or stopped) while a lease was held.
 base.install_lost(Semaphore, "semaphore")
 
-function recipes.Semaphore(client, path, identifier, max_leases)
+local OPTIONS = { layout = "string" }
+local LAYOUTS = { kazoo = true, curator = true }
+
+function recipes.Semaphore(client, path, identifier, max_leases, opts)
   local fname = "Semaphore"
   path = check.kazoo_path(fname, path)
+  opts = check.options(fname, opts, OPTIONS)
+  local layout = opts.layout or "kazoo"
+  if not LAYOUTS[layout] then
+    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
+               string.format("%q", layout) .. ")")
+  end
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")
@@ -133,14 +158,17 @@ function recipes.Semaphore(client, path, identifier, max_leases)
   end
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.semaphore(session, path, data, math.floor(max_leases), client:_acl())
+  local ud = core.semaphore(session, path, data, math.floor(max_leases), client:_acl(), layout)
+  local curator = layout == "curator"
+  local leases = curator and join(path, "leases") or path
   local self = setmetatable({ client = client, path = path, identifier = identifier,
-                              data = data, max_leases = math.floor(max_leases),
-                              node = ud:node(), lock_path = path .. "-__lock__",
+                              data = data, max_leases = math.floor(max_leases), layout = layout,
+                              leases_path = leases,
+                              lock_path = curator and join(path, "locks") or path .. "-__lock__",
+                              create_path = join(leases, ud:prefix()),
                               cancelled = false, _sem = ud, _ud = ud, _what = "semaphore",
                               _reset_cancel = true }, Semaphore)
   base.init(self)
-  self.create_path = join(path, self.node)
   client:_add_notify_target(ud:id(), self)
   return self
 end
