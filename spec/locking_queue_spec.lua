@@ -337,34 +337,56 @@ describe("LockingQueue", function()
     it("a get that times out while claiming drops its claim (no claim left behind)", function()
       local q = a:LockingQueue(path)
       q:put_all({ "1", "2", "3" })
-      local ud = core.locking_queue(b._session, path)
+      -- the claimed entry's read reaches the server and its reply is held back, so the get
+      -- stays in its read step (for 20 s: the client's read timeout) until resume()
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 30 }
+      zk:start()
+      local ud = core.locking_queue(zk._session, path)
+      proxy:cut_reply("get")
       assert.is_true(ud:get())
-      testing.wait_for(function() return ud:step() == "read" end, 10, "the read")
+      testing.wait_for(function() return proxy:status().cut end, 10, "the read")
+      assert.are.equal("read", ud:step())
       ud:give_up()
       assert.are.equal("abandoning", ud:phase())
+      proxy:resume()
       testing.wait_for(function() return ud:phase() == "idle" end, 10, "the clean-up")
       assert.are.equal("gave_up", (ud:outcome()))
       assert.are.same({}, claims())
       assert.are.same({ "1", "2", "3" }, drain(q))
+      zk:close()
+      proxy:stop()
     end)
 
     it("a queue collected during its get drops its claim in the background", function()
       local q = a:LockingQueue(path)
       q:put("x")
+      -- as above: the get is held in its read step until resume(), so that it is collected
+      -- while claiming
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 30 }
+      zk:start()
       local function start_get_and_drop()
-        local ud = core.locking_queue(b._session, path)
+        local ud = core.locking_queue(zk._session, path)
+        proxy:cut_reply("get")
         assert.is_true(ud:get())
-        testing.wait_for(function() return ud:step() == "read" end, 10, "the read")
+        testing.wait_for(function() return proxy:status().cut end, 10, "the read")
+        assert.are.equal("read", ud:step())
       end
       start_get_and_drop()
       -- LuaJIT's compiled traces hold the objects they were recorded with (the ud, in the
       -- wait above) until flushed
       if jit then jit.flush() end
+      collectgarbage()
+      collectgarbage()
+      proxy:resume()
       eventually(function()
         collectgarbage()
         return #claims() == 0
       end, 10, "the orphan's clean-up")
       assert.are.same({ "x" }, drain(q))
+      zk:close()
+      proxy:stop()
     end)
   end)
 
