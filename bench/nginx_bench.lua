@@ -21,9 +21,11 @@
 -- A request that does not answer 200 fails the run.  nginx is stopped by its master's pid
 -- (SIGQUIT, then SIGKILL of the master and its workers by pid), whatever happened.
 --   ./zklua bench/nginx_bench.lua HOSTS MODE [SECONDS=1] [IDLE_S=4] [BURSTS=2] [CONNS=1,50,200]
+package.path = "spec/?.lua;" .. package.path -- support.nginx: nginx run by pid
 local zklua = require "zklua"
 local core = require "zklua.core"
 local socket = require "socket"
+local support = require "support.nginx"
 
 local hosts = arg[1]
 local mode = arg[2]
@@ -37,144 +39,41 @@ local CONNS = {}
 for c in (arg[6] or "1,50,200"):gmatch("%d+") do CONNS[#CONNS + 1] = tonumber(c) end
 local BURST = 200
 local WORKERS = 4
-local NGINX = "/usr/sbin/nginx"
-
-local function shell(cmd)
-  local pipe = assert(io.popen(cmd, "r"))
-  local out = pipe:read("a")
-  local ok = pipe:close()
-  return out, ok
-end
-
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
--- A process is gone when /proc has no entry for it or it is a zombie.
-local function alive(pid)
-  local stat = read_file("/proc/" .. pid .. "/stat")
-  return stat ~= nil and stat:match("%) (%a)") ~= "Z"
-end
+local shell, read_file = support.shell, support.read_file
 
 -- ---------------------------------------------------------------- the service
 
 local CONF = "examples/nginx/nginx.conf"
 
-local cwd = shell("pwd"):gsub("%s+$", "")
-local port = core.free_port()
-local prefix = shell("mktemp -d /tmp/zklua-nginx-bench.XXXXXX"):gsub("%s+$", "")
-assert(prefix ~= "", "mktemp failed")
-os.execute("mkdir -p " .. prefix .. "/logs")
 local conf_text = assert(read_file(CONF), "no " .. CONF .. " (run from a checkout)")
 for _, endpoint in ipairs({ "/get", "/static", "/counter", "/status" }) do
   assert(conf_text:find("location%s*=%s*" .. endpoint .. "%s"), CONF .. " serves no " .. endpoint)
 end
-local conf, replaced = conf_text:gsub("listen 127%.0%.0%.1:8080", "listen 127.0.0.1:" .. port)
-assert(replaced == 1, CONF .. " must have one `listen 127.0.0.1:8080`")
-write_file(prefix .. "/nginx.conf", conf)
 
 local app = string.format("/bench-nginx-%d-%d", os.time(), math.random(1e9))
 local zk = zklua.client{ hosts = hosts, timeout = 10 }
 zk:start(15)
 zk:create(app .. "/config", string.rep("c", 64), { makepath = true })
 
-local master -- nginx's master pid, once started
+local nginx, port -- once started
 local workers = {}
 
-local function children(pid)
-  local list = {}
-  local text = read_file(string.format("/proc/%d/task/%d/children", pid, pid)) or ""
-  for child in text:gmatch("%d+") do
-    list[#list + 1] = tonumber(child)
-  end
-  return list
-end
-
--- This process: the nginx it starts must not outlive it.
-local OWNER_PID = assert(read_file("/proc/self/stat"):match("^%d+"))
-
--- Left behind with nginx: should this process die first (killed, interrupted), it stops
--- nginx's master by its pid (SIGTERM: the master ends its workers; SIGKILL if it lingers).
--- It ends by itself once nginx is gone.  A zombie counts as gone.
-local WATCHDOG =
-  'alive() { s=$(cut -d")" -f2 "/proc/$1/stat" 2>/dev/null | cut -c2); ' ..
-  '[ -n "$s" ] && [ "$s" != Z ]; }; ' ..
-  'while alive "$0" && alive "$1"; do sleep 1; done; ' ..
-  'if alive "$1"; then kill -TERM "$1"; sleep 5; alive "$1" && kill -KILL "$1"; fi'
-
 local function start_nginx()
-  local out = shell(string.format("ZKLUA_ROOT='%s' ZKLUA_HOSTS='%s' ZKLUA_APP='%s' " ..
-    "ZKLUA_NGX_WAKEUP=%s %s -p %s -c %s/nginx.conf -e %s/logs/error.log >%s/logs/stdout 2>&1 " ..
-    "& pid=$!; echo $pid; sh -c '%s' %s $pid </dev/null >/dev/null 2>&1 &", cwd, hosts, app,
-    mode, NGINX, prefix, prefix, prefix, prefix, WATCHDOG, OWNER_PID))
-  master = assert(tonumber(out:match("%d+")), "could not start nginx")
-end
-
-local function stop_nginx()
-  if not master then return end
-  local pids = { master }
-  for _, pid in ipairs(children(master)) do pids[#pids + 1] = pid end
-  for _, pid in ipairs(workers) do pids[#pids + 1] = pid end
-  os.execute("kill -QUIT " .. master .. " 2>/dev/null")
-  local deadline = core.monotonic() + 10
-  local function any_alive()
-    for _, pid in ipairs(pids) do if alive(pid) then return true end end
-    return false
-  end
-  while any_alive() and core.monotonic() < deadline do core.sleep(0.05) end
-  for _, pid in ipairs(pids) do
-    if alive(pid) then os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
-  end
-  master = nil
-end
-
--- One HTTP/1.0 GET on a new connection: status, body.
-local function http_get(path)
-  local s = assert(socket.tcp())
-  s:settimeout(5)
-  local ok, err = s:connect("127.0.0.1", port)
-  if not ok then
-    s:close()
-    return nil, err
-  end
-  s:send("GET " .. path .. " HTTP/1.0\r\nHost: localhost\r\n\r\n")
-  local response, _, partial = s:receive("*a")
-  s:close()
-  response = response or partial or ""
-  return tonumber(response:match("^HTTP/1%.%d (%d+)")), response:match("\r\n\r\n(.*)$")
+  nginx = support.start_text(conf_text, { ZKLUA_ROOT = support.cwd(), ZKLUA_HOSTS = hosts,
+                                          ZKLUA_APP = app, ZKLUA_NGX_WAKEUP = mode }, nil, nil, CONF)
+  port = nginx.port
 end
 
 -- Waits until each of the master's WORKERS workers answered /status with its session up
 -- (and, where the status says, ready); returns their pids.
 local function wait_workers(timeout)
-  local deadline = core.monotonic() + timeout
-  local seen = {}
-  while core.monotonic() < deadline do
-    if not alive(master) then
-      error("nginx exited: " .. (read_file(prefix .. "/logs/error.log") or ""))
-    end
-    local pids = children(master)
-    local status, body = http_get("/status")
-    if status == 200 and body:find("CONNECTED", 1, true) and not body:find('"ready":%s*false') then
-      local pid = tonumber(body:match('"pid"%s*:%s*(%d+)') or body:match("pid (%d+)"))
-      if pid then seen[pid] = true end
-    end
-    local all = #pids == WORKERS
-    for _, pid in ipairs(pids) do all = all and seen[pid] end
-    if all then return pids end
-    core.sleep(0.01)
-  end
-  error(string.format("the %d nginx workers were not all ready after %g s", WORKERS, timeout))
+  local answers = nginx:every_worker("/status", function(status, body)
+    return status == 200 and body:find("CONNECTED", 1, true) ~= nil and
+           not body:find('"ready":%s*false')
+  end, "every worker's session up", timeout, nginx:wait_workers(WORKERS, timeout))
+  local pids = {}
+  for pid in pairs(answers) do pids[#pids + 1] = pid end
+  return pids
 end
 
 -- ---------------------------------------------------------------- measures
@@ -242,7 +141,7 @@ local function wrk(path, conns)
     -- what the listening sockets and the workers were doing, to find out why
     local state = shell(string.format("ss -Htlnp 'sport = :%d' 2>&1; for p in $(pgrep -P %d); " ..
                                       "do echo worker $p $(cat /proc/$p/wchan 2>&1) " ..
-                                      "$(grep State /proc/$p/status 2>&1); done", port, master))
+                                      "$(grep State /proc/$p/status 2>&1); done", port, nginx.master))
     error(string.format("wrk %s at %d connections: %s, %d non-2xx answers\n%s\n%s", path,
                         conns, socket_errors or "no Requests/sec", bad, out, state))
   end
@@ -325,15 +224,16 @@ local ok, err = pcall(function()
   end
   measure_counter()
 end)
-local log = read_file(prefix .. "/logs/error.log") or ""
-stop_nginx()
+local log = nginx and nginx:error_log() or ""
+if nginx then
+  nginx:stop()
+  nginx:remove()
+end
 zk:delete(app, nil, true)
 zk:close()
 if not ok then
   -- the error last: bench/run.lua's note quotes a failed script's last unindented line
   io.stderr:write("error.log:\n", log:sub(-3000), "\n", "nginx_bench: ",
                   tostring(err):gsub("\n", "\n  "), "\n")
-  os.execute("rm -rf " .. prefix)
   os.exit(1)
 end
-os.execute("rm -rf " .. prefix)

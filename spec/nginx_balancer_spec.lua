@@ -16,7 +16,6 @@
 -- stopped on purpose, and no core file.
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local child = require "fixtures.child"
 local support = require "support.nginx"
 local json = require "dkjson"
 local java = require "support.java"
@@ -28,28 +27,6 @@ local BASE = "/services"
 
 local root = support.cwd()
 
-local BACKEND_CONF = [[
-worker_processes 1;
-daemon off;
-pid logs/nginx.pid;
-error_log logs/error.log notice;
-events {
-    worker_connections 1024;
-}
-http {
-    access_log off;
-    client_body_temp_path tmp_body;
-    proxy_temp_path tmp_proxy;
-    fastcgi_temp_path tmp_fastcgi;
-    uwsgi_temp_path tmp_uwsgi;
-    scgi_temp_path tmp_scgi;
-    server {
-        listen 127.0.0.1:8080;
-        location / { return 200 "NAME\n"; }
-    }
-}
-]]
-
 -- README.md's configuration, as written there.
 local function readme_conf()
   local readme = assert(support.read_file(root .. "/README.md"))
@@ -57,13 +34,6 @@ local function readme_conf()
                             "```nginx\n(.-)```")
   assert(conf, "README.md's balancer nginx.conf is missing")
   return conf
-end
-
-local function conf_file(text)
-  local dir = support.temp_dir()
-  local path = dir .. "/nginx.conf.in"
-  support.write_file(path, text)
-  return path, dir
 end
 
 -- The checkout's zklua for the front nginx's workers (README's conf assumes an installed one).
@@ -75,21 +45,17 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   local kids = helpers.kids()
   local started = {} -- nginx instances to stop
   local programs = {} -- Java programs to stop
-  local dirs = {}
 
   local function start(text, env, http_lines)
-    local file, dir = conf_file(text)
-    dirs[#dirs + 1] = dir
-    local nginx = support.start(file, env or {}, kids, http_lines)
+    local nginx = support.start_text(text, env or {}, kids, http_lines)
     started[#started + 1] = nginx
     return nginx
   end
 
   local function backend(name)
-    local b = start((BACKEND_CONF:gsub("NAME", name)))
+    local b = start(support.backend_conf(name))
     b.name = name
-    helpers.eventually(function() return support.request(b.port, "/") == 200 end, LONG,
-                       "backend " .. name .. " to answer")
+    support.wait_answer(b.port, "/", LONG, "backend " .. name .. " to answer")
     return b
   end
 
@@ -152,7 +118,6 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   teardown(function()
     for _, n in ipairs(started) do n:stop() end
     kids:cleanup()
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. child.quote(d)) end
     for _, n in ipairs(started) do n:remove() end
     if observer then observer:close() end
     if server then server:stop() end
