@@ -12,6 +12,19 @@ local eventually = helpers.eventually
 local raises = helpers.raises
 local LONG = 60 -- s: an upper bound only (the machine is shared)
 
+-- A standalone server and two started clients on it (a describe block's setup).
+local function start_server()
+  local server = testing.server()
+  return server, helpers.clients(server.hosts, 2)
+end
+
+-- Closes the clients and stops the server start_server gave (any may be nil: setup failed).
+local function stop_server(server, zk, other)
+  if zk then zk:close() end
+  if other then other:close() end
+  if server then server:stop() end
+end
+
 -- What Curator 5.4's JsonInstanceSerializer(String.class) writes for
 -- new ServiceInstance<>("name", "id", "address", 10, 20, "payload", 0, DYNAMIC,
 --                       new UriSpec("{a}/b/{ c }\n\u0001"), true)
@@ -73,15 +86,8 @@ end)
 describe("ServiceDiscovery", function()
   local server, zk, other
 
-  setup(function()
-    server = testing.server()
-    zk, other = helpers.clients(server.hosts, 2)
-  end)
-  teardown(function()
-    if zk then zk:close() end
-    if other then other:close() end
-    if server then server:stop() end
-  end)
+  setup(function() server, zk, other = start_server() end)
+  teardown(function() stop_server(server, zk, other) end)
 
   it("registers in Curator's layout and finds instances", function()
     local sd = zk:ServiceDiscovery("/sd1/services")
@@ -259,20 +265,20 @@ end)
 describe("ServiceCache and ServiceProvider", function()
   local server, zk, peer
 
-  setup(function()
-    server = testing.server()
-    zk, peer = helpers.clients(server.hosts, 2)
-  end)
-  teardown(function()
-    if zk then zk:close() end
-    if peer then peer:close() end
-    if server then server:stop() end
-  end)
+  setup(function() server, zk, peer = start_server() end)
+  teardown(function() stop_server(server, zk, peer) end)
 
   local function ids(list)
     local out = {}
     for i, inst in ipairs(list) do out[i] = inst.id end
     return out
+  end
+
+  -- Registers an "api" instance (127.0.0.1, port 1) with each of the ids.
+  local function register_ids(reg, list)
+    for _, id in ipairs(list) do
+      reg:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
+    end
   end
 
   it("follows registrations, updates and session ends with listeners", function()
@@ -326,9 +332,7 @@ describe("ServiceCache and ServiceProvider", function()
 
   it("provides instances by round robin, random and sticky", function()
     local reg = peer:ServiceDiscovery("/sp1")
-    for _, id in ipairs({ "a", "b", "c" }) do
-      reg:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
-    end
+    register_ids(reg, { "a", "b", "c" })
     reg:register{ name = "api", id = "off", address = "127.0.0.1", port = 1, enabled = false }
     local sd = zk:ServiceDiscovery("/sp1", { with_enabled = true })
     local rr = sd:ServiceProvider("api")
@@ -337,9 +341,7 @@ describe("ServiceCache and ServiceProvider", function()
     assert.are.equal(4, #rr:get_all_instances())
     reg:close()
     local reg2 = peer:ServiceDiscovery("/sp1", { with_enabled = true })
-    for _, id in ipairs({ "a", "b", "c" }) do
-      reg2:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
-    end
+    register_ids(reg2, { "a", "b", "c" })
     reg2:register{ name = "api", id = "off", address = "127.0.0.1", port = 1, enabled = false }
     eventually(function()
       return #rr.cache:get_instances() == 4 and table.concat(ids(rr:get_all_instances()), ",") == "a,b,c"
@@ -366,9 +368,7 @@ describe("ServiceCache and ServiceProvider", function()
 
   it("skips instances reported failing (DownInstancePolicy)", function()
     local reg = peer:ServiceDiscovery("/sp2")
-    for _, id in ipairs({ "a", "b" }) do
-      reg:register{ name = "api", id = id, address = "127.0.0.1", port = 1 }
-    end
+    register_ids(reg, { "a", "b" })
     local p = zk:ServiceDiscovery("/sp2"):ServiceProvider("api", { down_threshold = 2,
                                                                    down_timeout = 2 })
     p:start(LONG)

@@ -24,19 +24,71 @@ local function ended_with(class, result)
   assert.is_true(errors.is(result[2], class), tostring(result[2]))
 end
 
+-- Runs fn(i) for i = 1..n, each in its own coroutine, and waits until every one returned.
+local function together(env, n, fn, timeout, what)
+  local finished = 0
+  for i = 1, n do
+    env.spawn(function()
+      fn(i)
+      finished = finished + 1
+    end)
+  end
+  env.eventually(function() return finished == n end, timeout, what)
+end
+
+-- Whether results[1..n] are all in.
+local function all_in(results, n)
+  for i = 1, n do
+    if not results[i] then return false end
+  end
+  return true
+end
+
+-- Runs each of calls in its own coroutine; returns their pcall results ({ ok, ... }), in the
+-- order of calls, filled in as they end.
+local function spawn_calls(env, calls)
+  local results = {}
+  for i, call in ipairs(calls) do
+    env.spawn(function() results[i] = { pcall(call) } end)
+  end
+  return results
+end
+
+-- ... and waits until every call ended.
+local function all_results(env, calls)
+  local results = spawn_calls(env, calls)
+  env.eventually(function() return all_in(results, #calls) end)
+  return results
+end
+
+-- A list of n times call.
+local function copies(n, call)
+  local calls = {}
+  for i = 1, n do calls[i] = call end
+  return calls
+end
+
+-- Asserts that of the pcall results exactly one succeeded and the others were refused with
+-- KazooException (a recipe started from many coroutines starts once).
+local function one_succeeded(results)
+  local succeeded = 0
+  for _, result in ipairs(results) do
+    if result[1] then
+      succeeded = succeeded + 1
+    else
+      ended_with(errors.KazooException, result)
+    end
+  end
+  assert.are.equal(1, succeeded)
+end
+
 -- Runs each of calls in its own coroutine, waits until every one of them waits, stops zk and
 -- returns each call's pcall results ({ ok, ... }), in the order of calls.
 local function results_after_stop(env, zk, calls)
-  local results, ended = {}, 0
-  for i, call in ipairs(calls) do
-    env.spawn(function()
-      results[i] = { pcall(call) }
-      ended = ended + 1
-    end)
-  end
+  local results = spawn_calls(env, calls)
   env.eventually(function() return env.handler.waiting() >= #calls end)
   zk:stop()
-  env.eventually(function() return ended == #calls end)
+  env.eventually(function() return all_in(results, #calls) end)
   return results
 end
 
@@ -184,15 +236,10 @@ describe("a recipe object shared by coroutines", function()
         local zk = env.started()
         local lock = zk:Lock(env.root .. "/lock", "one")
         local results = {}
-        for _ = 1, 10 do
-          env.spawn(function()
-            local got = lock:acquire(false)
-            results[#results + 1] = got
-          end)
-        end
-        env.eventually(function() return #results == 10 end)
+        together(env, 10, function(i) results[i] = lock:acquire(false) end)
+        assert.are.equal(10, #results)
         local got = 0
-        for _, r in ipairs(results) do got = got + (r and 1 or 0) end
+        for i = 1, 10 do got = got + (results[i] and 1 or 0) end
         assert.are.equal(1, got)
         assert.is_true(lock:release())
       end)
@@ -303,19 +350,15 @@ describe("a recipe object shared by coroutines", function()
       run(function(env)
         local zk = env.started()
         local c = zk:Counter(env.root .. "/n")
-        local posts, seen, done = {}, {}, 0
-        for _ = 1, 10 do
-          env.spawn(function()
-            for _ = 1, 5 do
-              local self, pre, post = c:add(1)
-              assert.are.equal(c, self)
-              assert.are.equal(pre + 1, post)
-              posts[#posts + 1] = post
-            end
-            done = done + 1
-          end)
-        end
-        env.eventually(function() return done == 10 end, 60, "every add")
+        local posts, seen = {}, {}
+        together(env, 10, function()
+          for _ = 1, 5 do
+            local self, pre, post = c:add(1)
+            assert.are.equal(c, self)
+            assert.are.equal(pre + 1, post)
+            posts[#posts + 1] = post
+          end
+        end, 60, "every add")
         assert.are.equal(50, c.value)
         for _, post in ipairs(posts) do
           assert.is_nil(seen[post], "post_value " .. post .. " twice")
@@ -337,9 +380,7 @@ describe("a recipe object shared by coroutines", function()
         raises(errors.TimeoutError, c.get, c, 0.3)
         -- nothing waits for ever: the client's timeout (2 s here) bounds a call without one
         raises(errors.TimeoutError, c.add, c, 1)
-        local calls = {}
-        for i = 1, 4 do calls[i] = function() return c:add(1, 60) end end
-        stop_ends_all(env, zk, calls)
+        stop_ends_all(env, zk, copies(4, function() return c:add(1, 60) end))
         server:node(1):resume()
         local zk2 = env.started()
         local c2 = zk2:Counter(env.root .. "/n")
@@ -424,17 +465,13 @@ describe("a recipe object shared by coroutines", function()
         local zk = env.started({ timeout = 2 })
         local q = zk:Queue(env.root .. "/q")
         for i = 1, 20 do q:put("item-" .. i) end
-        local got, done = {}, 0
-        for _ = 1, 5 do
-          env.spawn(function()
-            for _ = 1, 4 do
-              local v = q:get()
-              got[#got + 1] = v
-            end
-            done = done + 1
-          end)
-        end
-        env.eventually(function() return done == 5 end, 60, "every get")
+        local got = {}
+        together(env, 5, function()
+          for _ = 1, 4 do
+            local v = q:get() -- the index after the call: other gets run meanwhile
+            got[#got + 1] = v
+          end
+        end, 60, "every get")
         table.sort(got)
         local wanted = {}
         for i = 1, 20 do wanted[i] = "item-" .. i end
@@ -560,17 +597,10 @@ describe("a recipe object shared by coroutines", function()
         end
         parties[1]:join() -- to leave; parties[2] joins
         server:node(1):pause()
-        local results = {}
-        local calls = {
+        local results = all_results(env, {
           function() return parties[1]:leave() end, function() return parties[2]:join() end,
           function() return queues[1]:consume() end, function() return queues[2]:release() end,
-        }
-        for i, call in ipairs(calls) do
-          env.spawn(function() results[i] = { pcall(call) } end)
-        end
-        env.eventually(function()
-          return results[1] and results[2] and results[3] and results[4]
-        end)
+        })
         for i = 1, 4 do ended_with(errors.TimeoutError, results[i]) end
       end)
     end)
@@ -616,9 +646,7 @@ describe("a recipe object shared by coroutines", function()
         })
         local err = select(2, pcall(zk.add_auth, zk, "bogus", ":"))
         assert.is_true(errors.is(err, errors.AuthFailedError), tostring(err))
-        env.eventually(function()
-          return results[1] and results[2] and results[3] and results[4]
-        end)
+        env.eventually(function() return all_in(results, 4) end)
         for i = 1, 4 do ended_with(errors.AuthFailedError, results[i]) end
       end)
     end)
@@ -627,23 +655,11 @@ describe("a recipe object shared by coroutines", function()
       run(function(env)
         local zk = env.started()
         local party = zk:Party(env.root .. "/party", "me")
-        local done = 0
-        for _ = 1, 6 do
-          env.spawn(function()
-            party:join()
-            done = done + 1
-          end)
-        end
-        env.eventually(function() return done == 6 end)
+        together(env, 6, function() party:join() end)
         assert.are.same({ "me" }, party:members())
         local left = {}
-        for _ = 1, 3 do
-          env.spawn(function()
-            local deleted = party:leave()
-            left[#left + 1] = deleted
-          end)
-        end
-        env.eventually(function() return #left == 3 end)
+        together(env, 3, function(i) left[i] = party:leave() end)
+        assert.are.equal(3, #left)
         table.sort(left, function(x, y) return x and not y end)
         assert.are.same({ true, false, false }, left)
         assert.are.same({}, party:members())
@@ -665,25 +681,17 @@ describe("a recipe object shared by coroutines", function()
       run(function(env)
         local zk = env.started()
         local path = env.root .. "/lease"
-        local got, ended = {}, 0
-        for i = 1, 6 do
-          env.spawn(function()
-            local lease = zk:NonBlockingLease(path, 600, "c" .. i)
-            if lease.obtained then got[#got + 1] = i end
-            ended = ended + 1
-          end)
-        end
-        env.eventually(function() return ended == 6 end, 60, "every attempt")
+        local got = {}
+        together(env, 6, function(i)
+          local lease = zk:NonBlockingLease(path, 600, "c" .. i)
+          if lease.obtained then got[#got + 1] = i end
+        end, 60, "every attempt")
         assert.are.equal(1, #got)
-        local multi_got, multi_ended = 0, 0
-        for i = 1, 5 do
-          env.spawn(function()
-            local multi = zk:MultiNonBlockingLease(3, env.root .. "/multi", 600, "m" .. i)
-            if multi.obtained then multi_got = multi_got + 1 end
-            multi_ended = multi_ended + 1
-          end)
-        end
-        env.eventually(function() return multi_ended == 5 end, 60, "every multi attempt")
+        local multi_got = 0
+        together(env, 5, function(i)
+          local multi = zk:MultiNonBlockingLease(3, env.root .. "/multi", 600, "m" .. i)
+          if multi.obtained then multi_got = multi_got + 1 end
+        end, 60, "every multi attempt")
         assert.are.equal(3, multi_got)
         assert.are.equal(0, lock_nodes(zk, path)) -- the internal locks are released
         for slot = 0, 2 do assert.are.equal(0, lock_nodes(zk, env.root .. "/multi/" .. slot)) end
@@ -726,13 +734,7 @@ describe("a recipe object shared by coroutines", function()
         local qp = zk:SetPartitioner{ path = path, set = { "a", "b", "c" }, identifier = "m1",
                                       time_boundary = 0.2 }
         local acquired = {}
-        for i = 1, 4 do
-          env.spawn(function()
-            local got = qp:wait_for_acquire(20)
-            acquired[i] = got
-          end)
-        end
-        env.eventually(function() return #acquired == 4 end)
+        together(env, 4, function(i) acquired[i] = qp:wait_for_acquire(20) end)
         assert.are.same({ true, true, true, true }, acquired)
         assert.are.same({ "a", "b", "c" }, qp:list())
         local tokens = {}
@@ -742,28 +744,14 @@ describe("a recipe object shared by coroutines", function()
         local qp2 = other:SetPartitioner{ path = path, set = { "a", "b", "c" },
                                           identifier = "m2", time_boundary = 0.2 }
         env.eventually(function() return qp.release end, 20, "RELEASE")
-        local released = 0
-        for _ = 1, 3 do
-          env.spawn(function()
-            qp:release_set(20)
-            released = released + 1
-          end)
-        end
-        env.eventually(function() return released == 3 end)
+        together(env, 3, function() qp:release_set(20) end)
         assert.is_true(qp:wait_for_acquire(20))
         assert.is_true(qp2:wait_for_acquire(20))
         assert.are.equal(3, #qp:list() + #qp2:list())
         for _, item in ipairs(qp:list()) do -- owned again: a new lock, a new token
           assert.is_true(qp:fencing_token(item) > tokens[item])
         end
-        local finished = 0
-        for _ = 1, 3 do
-          env.spawn(function()
-            qp:finish(20)
-            finished = finished + 1
-          end)
-        end
-        env.eventually(function() return finished == 3 end)
+        together(env, 3, function() qp:finish(20) end)
         assert.is_true(qp.failed)
         qp2:finish(20)
         for _, item in ipairs({ "a", "b", "c" }) do
@@ -798,22 +786,9 @@ describe("a recipe object shared by coroutines", function()
                                            time_boundary = 30 }
         server:node(1):pause()
         raises(errors.TimeoutError, qp.finish, qp, 0.3)
-        local results = {}
-        for i = 1, 3 do
-          env.spawn(function()
-            local result = { pcall(waiting.wait_for_acquire, waiting, 60) }
-            results[i] = result
-          end)
-        end
-        env.spawn(function()
-          local result = { pcall(qp.finish, qp, 60) }
-          results[4] = result
-        end)
-        env.eventually(function() return env.handler.waiting() >= 4 end)
-        zk:stop()
-        env.eventually(function()
-          return results[1] and results[2] and results[3] and results[4]
-        end)
+        local calls = copies(3, function() return waiting:wait_for_acquire(60) end)
+        calls[4] = function() return qp:finish(60) end
+        local results = results_after_stop(env, zk, calls)
         for i = 1, 3 do assert.are.same({ true, false }, results[i]) end
         assert.is_true(waiting.failed)
         -- the finish in flight: its nodes went with the session, nothing is left to wait for
@@ -831,31 +806,11 @@ describe("a recipe object shared by coroutines", function()
         local a = zk:PartitionAllocator{ path = env.root .. "/pa", identifier = "m1",
           on_acquire = function(item) acquired[#acquired + 1] = item end,
           on_release = function(item) released[#released + 1] = item end }
-        local starts = {}
-        for i = 1, 3 do
-          env.spawn(function()
-            local result = { pcall(a.start, a, { "q1", "q2", "q3" }, 20) }
-            starts[i] = result
-          end)
-        end
-        env.eventually(function() return starts[1] and starts[2] and starts[3] end)
-        local joined = 0
-        for i = 1, 3 do
-          if starts[i][1] then
-            joined = joined + 1
-          else
-            assert.is_true(errors.is(starts[i][2], errors.KazooException), tostring(starts[i][2]))
-          end
-        end
-        assert.are.equal(1, joined)
+        one_succeeded(all_results(env, copies(3, function()
+          return a:start({ "q1", "q2", "q3" }, 20)
+        end)))
         local settled = {}
-        for i = 1, 4 do
-          env.spawn(function()
-            local ok = a:wait_settled(20)
-            settled[i] = ok
-          end)
-        end
-        env.eventually(function() return #settled == 4 end)
+        together(env, 4, function(i) settled[i] = a:wait_settled(20) end)
         assert.are.same({ true, true, true, true }, settled)
         table.sort(acquired)
         assert.are.same({ "q1", "q2", "q3" }, acquired)
@@ -887,14 +842,10 @@ describe("a recipe object shared by coroutines", function()
         other:create(path .. "/a", "")
         local watch = zk:PatientChildrenWatch(path, 0.2)
         local futures, got = {}, {}
-        for i = 1, 4 do
-          env.spawn(function()
-            local f = watch:start()
-            futures[i] = f
-            got[i] = { f:get(20) }
-          end)
-        end
-        env.eventually(function() return got[1] and got[2] and got[3] and got[4] end)
+        together(env, 4, function(i)
+          futures[i] = watch:start()
+          got[i] = { futures[i]:get(20) }
+        end)
         for i = 2, 4 do
           assert.are.equal(futures[1], futures[i]) -- one round, handed to every caller
           assert.are.equal(got[1][2], got[i][2])   -- and one change future
@@ -924,16 +875,11 @@ describe("a recipe object shared by coroutines", function()
         local path = env.root .. "/patient"
         zk:ensure_path(path)
         local watch = zk:PatientChildrenWatch(path, 60)
-        local results = {}
-        for i = 1, 2 do
-          env.spawn(function()
-            results[i] = { pcall(function() return watch:start():get(90) end) }
-          end)
-        end
+        local results = spawn_calls(env, copies(2, function() return watch:start():get(90) end))
         env.eventually(function() return env.handler.waiting() >= 2 end)
         local err = select(2, pcall(zk.add_auth, zk, "bogus", ":"))
         assert.is_true(errors.is(err, errors.AuthFailedError), tostring(err))
-        env.eventually(function() return results[1] and results[2] end)
+        env.eventually(function() return all_in(results, 2) end)
         for i = 1, 2 do ended_with(errors.AuthFailedError, results[i]) end
         local refused = { pcall(watch.start, watch) }
         ended_with(errors.AuthFailedError, refused)
@@ -955,22 +901,7 @@ describe("a recipe object shared by coroutines", function()
             initialized = initialized + 1
           end
         end)
-        local results = {}
-        for i = 1, 4 do
-          env.spawn(function() results[i] = { pcall(cache.start, cache, 20) } end)
-        end
-        env.eventually(function()
-          return results[1] and results[2] and results[3] and results[4]
-        end)
-        local started = 0
-        for i = 1, 4 do
-          if results[i][1] then
-            started = started + 1
-          else
-            ended_with(errors.KazooException, results[i])
-          end
-        end
-        assert.are.equal(1, started)
+        one_succeeded(all_results(env, copies(4, function() return cache:start(20) end)))
         env.eventually(function() return cache.initialized end, 20, "INITIALIZED")
         assert.are.same({ [path] = 1, [path .. "/x"] = 1, [path .. "/x/y"] = 1 }, added)
         assert.are.equal(1, initialized)
@@ -1014,47 +945,25 @@ describe("a recipe object shared by coroutines", function()
       run(function(env)
         local zk, other = env.started(), env.started()
         local sd = zk:ServiceDiscovery(env.root .. "/sd")
-        local done = 0
-        for i = 1, 8 do
-          env.spawn(function()
-            sd:register{ name = "api", id = "i" .. i, address = "127.0.0.1", port = 1000 + i }
-            done = done + 1
-          end)
-        end
-        env.eventually(function() return done == 8 end, 60, "every registration")
+        together(env, 8, function(i)
+          sd:register{ name = "api", id = "i" .. i, address = "127.0.0.1", port = 1000 + i }
+        end, 60, "every registration")
         assert.are.equal(8, #other:ServiceDiscovery(env.root .. "/sd"):query_for_instances("api"))
         -- one cache started from 4 coroutines: it starts once, the others are refused
         local cache = sd:ServiceCache("api")
-        local results = {}
-        for i = 1, 4 do
-          env.spawn(function() results[i] = { pcall(cache.start, cache, 20) } end)
-        end
-        env.eventually(function()
-          return results[1] and results[2] and results[3] and results[4]
-        end)
-        local started = 0
-        for i = 1, 4 do
-          if results[i][1] then
-            started = started + 1
-          else
-            ended_with(errors.KazooException, results[i])
-          end
-        end
-        assert.are.equal(1, started)
+        one_succeeded(all_results(env, copies(4, function() return cache:start(20) end)))
         assert.are.equal(8, #cache:get_instances())
         -- a provider read by coroutines: round robin hands out each instance in turn
         local provider = sd:ServiceProvider("api", { cache = cache })
         local seen, picks = {}, 0
-        for _ = 1, 4 do
-          env.spawn(function()
-            for _ = 1, 4 do
-              seen[provider:get_instance().id] = true
-              picks = picks + 1
-              env.handler.sleep(0)
-            end
-          end)
-        end
-        env.eventually(function() return picks == 16 end)
+        together(env, 4, function()
+          for _ = 1, 4 do
+            seen[provider:get_instance().id] = true
+            picks = picks + 1
+            env.handler.sleep(0)
+          end
+        end)
+        assert.are.equal(16, picks)
         local n = 0
         for _ in pairs(seen) do n = n + 1 end
         assert.are.equal(8, n)
@@ -1079,16 +988,10 @@ describe("a recipe object shared by coroutines", function()
         assert.is_true(leader:await(20))
         local e = zk:Election(path, "shared")
         e:start()
-        local results = {}
-        for i = 1, 3 do
-          env.spawn(function()
-            local result = { pcall(e.await, e, 60) }
-            results[i] = result
-          end)
-        end
+        local results = spawn_calls(env, copies(3, function() return e:await(60) end))
         env.eventually(function() return env.handler.waiting() >= 3 end)
         leader:stop(20)
-        env.eventually(function() return results[1] and results[2] and results[3] end)
+        env.eventually(function() return all_in(results, 3) end)
         for i = 1, 3 do assert.are.same({ true, true }, results[i]) end
         assert.are.equal(1, #zk:get_children(path)) -- one node: led once
         raises(errors.KazooException, e.run, e, function() end)
@@ -1120,15 +1023,11 @@ describe("a recipe object shared by coroutines", function()
         local zk = env.started({ timeout = 2 })
         zk:ensure_path(env.root)
         local node = zk:PersistentNode(env.root .. "/n", "x")
-        local got, ended = 0, 0
-        for _ = 1, 5 do
-          env.spawn(function()
-            node:start()
-            if node:wait_for_initial_create(30) then got = got + 1 end
-            ended = ended + 1
-          end)
-        end
-        env.eventually(function() return ended == 5 end, 60, "every waiter")
+        local got = 0
+        together(env, 5, function()
+          node:start()
+          if node:wait_for_initial_create(30) then got = got + 1 end
+        end, 60, "every waiter")
         assert.are.equal(5, got)
         assert.are.equal(1, node.creations)
         assert.are.same({ "n" }, zk:get_children(env.root))
@@ -1137,9 +1036,7 @@ describe("a recipe object shared by coroutines", function()
         server:node(1):pause()
         later:start()
         assert.is_false(later:wait_for_initial_create(0.3))
-        local calls = {}
-        for i = 1, 3 do calls[i] = function() return later:wait_for_initial_create() end end
-        stop_ends_all(env, zk, calls)
+        stop_ends_all(env, zk, copies(3, function() return later:wait_for_initial_create() end))
         server:node(1):resume()
       end)
     end)
