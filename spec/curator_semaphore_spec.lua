@@ -2,8 +2,10 @@
 -- (spec/fixtures/java/CuratorSemaphore.java, started by spec/support/java.lua) on the project's
 -- own ZooKeeper server: one limit shared both ways, waiters granted across the two, a Curator
 -- holder killed outright, a zklua holder expired, Curator reading zklua's lease nodes, and
--- zklua's own clean-up (timeout, bad options).  Every wait is for an event: a line the Java
+-- zklua's own: clean-up (timeout, bad options), a lease create whose reply was lost.  Every wait is for an event: a line the Java
 -- program prints, or a znode zklua watches.
+local zklua = require "zklua"
+local core = require "zklua.core"
 local testing = require "zklua.testing"
 local errors = require "zklua.errors"
 local helpers = require "support.helpers"
@@ -188,6 +190,55 @@ describe("Semaphore{layout = 'curator'} and InterProcessSemaphoreV2", function()
     assert.same({}, children(path .. "/locks"))
     b:release()
     other:close()
+  end)
+
+  it("a lease create whose reply was lost is found by its protected prefix", function()
+    -- The waiter queues for the mutex behind a contender node of ours; once it waits there,
+    -- the proxy is told to let the next create (the lease node's, which follows the mutex)
+    -- reach the server and hold back everything after it, and the contender goes: the server
+    -- makes the lease node, the client gives up on the connection (SUSPENDED, the proxy
+    -- resumes then), and the waiter must find its node among the leases, not make a second.
+    local locks = path .. "/locks"
+    zk:ensure_path(leases)
+    zk:ensure_path(locks)
+    local blocker = zk:create(locks .. "/_c_00000000-0000-4000-8000-000000000000-lock-", "",
+                              { ephemeral = true, sequence = true })
+    local proxy = testing.proxy(server:node(1))
+    local client = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+    client:start()
+    local sem = client:Semaphore(path, "zklua-1", 1, CURATOR)
+    local ud = sem._sem
+    local step_at_suspended
+    client:add_listener(function(state)
+      if state == "SUSPENDED" and not step_at_suspended then
+        step_at_suspended = ud:step()
+        proxy:resume()
+      end
+    end)
+    local observer = helpers.client(server.hosts)
+    observer:get_children(locks, function()
+      local deadline = core.monotonic() + 30
+      while not ud:checked() do -- the mutex looked at its contenders: it waits for ours
+        assert(core.monotonic() < deadline, "timed out driving the waiter")
+        client:dispatch(0.01)
+      end
+      assert.equals("lock", ud:step())
+      proxy:cut_reply("create")
+      observer:delete_async(blocker)
+    end)
+    local ok, err = pcall(sem.acquire, sem, true, 60)
+    assert.is_true(ok, tostring(err))
+    assert.is_true(proxy:status().cut, "the waiter sent no create")
+    assert.equals("create", step_at_suspended)
+    assert.same({ sem.node }, children())
+    assert.matches(LEASE_NODE, sem.node)
+    assert.equals(zk:exists(leases .. "/" .. sem.node).czxid, sem.fencing_token)
+    assert.is_true(sem:release())
+    assert.same({}, children())
+    assert.same({}, children(locks))
+    observer:close()
+    client:close()
+    proxy:stop()
   end)
 
   it("bad options are refused before anything is sent", function()
