@@ -200,6 +200,10 @@ describe("PersistentNode", function()
     local function parent_of(p) return (p:match("^(.*)/[^/]*$")) end
     local function name_of(p) return (p:match("/([^/]*)$")) end
 
+    -- a plain parent: a container one would be reaped (within a second) once empty, so its
+    -- children could not be listed after a stop
+    before_each(function() other:ensure_path(parent_of(path)) end)
+
     it("ephemeral: actual_path is the sequential node; deleted, it comes back under that name; " ..
        "stop deletes it", function()
       local node = zk:PersistentNode(path, "v1", { sequential = true })
@@ -290,7 +294,7 @@ describe("PersistentNode", function()
     for _, case in ipairs(lost_reply_cases) do
       it("a lost create reply leaves exactly one node: " .. case[1], function()
         local proxy = testing.proxy(server:node(1))
-        local client = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+        local client = zklua.client{ hosts = proxy.hosts, timeout = 8 }
         client:start()
         client:ensure_path(parent_of(path))
         other:create(path .. "0000000000", "someone else's", { ephemeral = true })
@@ -318,7 +322,9 @@ describe("PersistentNode", function()
 
     -- Curator's TestPersistentNode.testEphemeralSequentialWithProtectionReconnection: the
     -- server stops and restarts; the node's name is the same afterwards (Curator sleeps "a
-    -- bit" around the restart; here: until the client is connected and the node present).
+    -- bit" around the restart; here: until the client is connected and the node present, owned
+    -- by its session — a restart slower than the session timeout is a LOST, and the node, taken
+    -- over from the old session, is made again once the server expires that session).
     it("Curator TestPersistentNode.testEphemeralSequentialWithProtectionReconnection", function()
       zk:ensure_path("/test/one")
       local pen = zk:PersistentNode("/test/one/two", "", { sequential = true, protection = true })
@@ -329,8 +335,12 @@ describe("PersistentNode", function()
       server:node(1):stop()
       wait(function() return zk.state ~= "CONNECTED" end, "the disconnection")
       server:node(1):start()
-      wait(function() return zk.state == "CONNECTED" and pen.present end,
-           "the reconnection, with the node there")
+      local actual = pen.actual_path
+      wait(function()
+        if zk.state ~= "CONNECTED" or not pen.present then return false end
+        local ok, stat = pcall(zk.exists, zk, actual)
+        return ok and stat ~= nil and stat.ephemeralOwner == zk:client_id()
+      end, "the reconnection, with the node there")
       local children_after = zk:get_children("/test/one")
       assert.same(children, children_after)
       pen:stop()
