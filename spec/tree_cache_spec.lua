@@ -483,6 +483,32 @@ describe("TreeCache", function()
       stopped:close()
     end)
 
+    it("start() waits out a connection lost under its root's create", function()
+      -- the root's create reaches the server and its reply is held back: the client gives
+      -- up on the connection (SUSPENDED, the session lives) and the proxy resumes then
+      local proxy = testing.proxy(server:node(1))
+      local cut = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+      cut:start()
+      local states = {}
+      cut:add_listener(function(state)
+        states[#states + 1] = state
+        if state == "SUSPENDED" then proxy:resume() end
+      end)
+      local ok, err = pcall(function()
+        local cache = cut:TreeCache(root)
+        proxy:cut_reply("create")
+        cache:start(60)
+        assert.is_true(proxy:status().cut, "start sent no create")
+        assert.are.equal("SUSPENDED", states[1])
+        eventually(function() return cache.initialized end, LONG, "INITIALIZED")
+        assert.is_truthy(admin:exists(root))
+        cache:close()
+      end)
+      cut:close()
+      proxy:stop()
+      if not ok then error(err, 0) end
+    end)
+
     it("reports a node it may not read to listen_fault, and a listener's error too", function()
       local security = require "zklua.security"
       create_all(admin, { { root }, { root .. "/open", "o" } })

@@ -76,11 +76,28 @@ function TreeCache.__tostring(self)
   return string.format("zklua.TreeCache(%s, %s)", self.path, self._cache:phase())
 end
 
+-- Makes sure the root exists before the C cache starts.  A connection lost under the
+-- request is no answer (kazoo's cache starts again on the reconnection): it is asked again,
+-- and waits for the reconnection, until the deadline, a stop or AUTH_FAILED.
+local function ensure_root(self, deadline, timeout)
+  local client = self.client
+  while true do
+    local made = client:ensure_path_async(self.path)
+    local state = base.wait(self, function() return made.done end, deadline)
+    base.check_wait(state, errors.TimeoutError, "start", self.path,
+                    timeout or client._timeout, "making sure of the root")
+    local ok, err = pcall(made.get, made)
+    if ok then return end
+    if not errors.is(err, errors.ConnectionLoss) then error(err, 0) end
+  end
+end
+
 --- Starts caching: creates the root path when missing (waiting at most timeout seconds,
 -- default the client's timeout), then loads the tree in the background.  Raises
 -- KazooException when started already (or being started) or closed, TimeoutError when the
 -- root could not be made sure of in time (the cache stays latent: start again),
--- ConnectionClosedError on stop()/close() and AuthFailedError on AUTH_FAILED.
+-- ConnectionClosedError on stop()/close() and AuthFailedError on AUTH_FAILED.  A connection
+-- loss meanwhile is waited out.
 function TreeCache:start(timeout)
   if timeout ~= nil then check.timeout("start", timeout) end
   local phase = self._cache:phase()
@@ -91,14 +108,10 @@ function TreeCache:start(timeout)
   local client = self.client
   client:_usable_session("start")
   client:_check_wait()
-  local made = client:ensure_path_async(self.path)
   self._starting = true -- a second start() meanwhile raises at once, as kazoo's (STARTED)
-  local state = base.wait(self, function() return made.done end,
-                          base.deadline(timeout, client._timeout))
+  local made, err = pcall(ensure_root, self, base.deadline(timeout, client._timeout), timeout)
   self._starting = nil
-  base.check_wait(state, errors.TimeoutError, "start", self.path, timeout or client._timeout,
-                  "making sure of the root")
-  made:get()
+  if not made then error(err, 0) end
   if self._cache:phase() == "closed" then
     errors.raise(errors.KazooException, "start: the tree cache was closed meanwhile", self.path)
   end
