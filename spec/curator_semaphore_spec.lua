@@ -2,8 +2,8 @@
 -- (spec/fixtures/java/CuratorSemaphore.java, started by spec/support/java.lua) on the project's
 -- own ZooKeeper server: one limit shared both ways, waiters granted across the two, a Curator
 -- holder killed outright, a zklua holder expired, Curator reading zklua's lease nodes, and
--- zklua's own: clean-up (timeout, bad options), a lease create whose reply was lost.  Every wait is for an event: a line the Java
--- program prints, or a znode zklua watches.
+-- zklua's own: clean-up (timeout, bad options), a lease create whose reply was lost.  Every
+-- wait is for an event: a line the Java program prints, or a znode zklua watches.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
