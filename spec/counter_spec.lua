@@ -162,16 +162,9 @@ describe("Counter", function()
     -- Through a proxy that lets the set reach the server and holds back everything after
     -- it: the server applies it, the client hears nothing, gives up on the connection
     -- (SUSPENDED, the proxy resumes then) and must not add again.
-    local proxy = testing.proxy(server:node(1))
-    local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
-    zk:start()
+    local zk, proxy, states = helpers.client_losing_reply(server:node(1))
     local c = zk:Counter(path)
     c:add(10)
-    local states = {}
-    zk:add_listener(function(state)
-      states[#states + 1] = state
-      if state == "SUSPENDED" then proxy:resume() end
-    end)
     proxy:cut_reply("set")
     c:add(1)
     assert.is_true(proxy:status().cut, "the add sent no set")

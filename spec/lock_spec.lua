@@ -410,16 +410,9 @@ describe("locks", function()
       -- Through a proxy that lets the create reach the server and holds back everything
       -- after it: the server runs the create, the client gives up on the connection
       -- (SUSPENDED, the proxy resumes then) and must find its node by name.
-      local proxy = testing.proxy(server:node(1))
-      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
-      zk:start()
+      local zk, proxy, states = helpers.client_losing_reply(server:node(1))
       zk:ensure_path(path)
       local l = zk:Lock(path, "adopt")
-      local states = {}
-      zk:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then proxy:resume() end
-      end)
       proxy:cut_reply("create")
       local ok, err = pcall(l.acquire, l, true, 60)
       assert.is_true(ok, tostring(err))

@@ -252,15 +252,7 @@ describe("LockingQueue", function()
     -- back everything after it: the client gives up on the connection (SUSPENDED), and the
     -- proxy resumes then.  Returns the client, its proxy and the states it went through.
     local function client_losing_reply()
-      local proxy = testing.proxy(server:node(1))
-      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
-      zk:start()
-      local states = {}
-      zk:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then proxy:resume() end
-      end)
-      return zk, proxy, states
+      return helpers.client_losing_reply(server:node(1))
     end
 
     it("a claim whose create reply was lost is adopted, not duplicated", function()

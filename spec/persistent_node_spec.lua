@@ -293,16 +293,9 @@ describe("PersistentNode", function()
     }
     for _, case in ipairs(lost_reply_cases) do
       it("a lost create reply leaves exactly one node: " .. case[1], function()
-        local proxy = testing.proxy(server:node(1))
-        local client = zklua.client{ hosts = proxy.hosts, timeout = 8 }
-        client:start()
+        local client, proxy, states = helpers.client_losing_reply(server:node(1), 8)
         client:ensure_path(parent_of(path))
         other:create(path .. "0000000000", "someone else's", { ephemeral = true })
-        local states = {}
-        client:add_listener(function(state)
-          states[#states + 1] = state
-          if state == "SUSPENDED" then proxy:resume() end
-        end)
         local node = client:PersistentNode(path, "v1", case[2])
         proxy:cut_reply("create")
         node:start()

@@ -6,7 +6,6 @@
 -- a fault lands on a chosen step: a proxy (zklua.testing.proxy) cuts the reply to a chosen
 -- request, or the test runs the event loop until the step it wants is in flight, then stops
 -- the server.
-local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
@@ -161,15 +160,8 @@ describe("Queue", function()
       -- holds back everything after it: the server deletes the entry, the client hears
       -- nothing, gives up on the connection (SUSPENDED) and, the proxy resumed then, sends
       -- the delete again: the entry is gone by then, so the get returns what it read.
-      local proxy = testing.proxy(server:node(1))
-      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
-      zk:start()
+      local zk, proxy, states = helpers.client_losing_reply(server:node(1))
       local q = zk:Queue(path)
-      local states = {}
-      zk:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then proxy:resume() end
-      end)
       q:put("first")
       q:put("second")
       proxy:cut_reply("delete")

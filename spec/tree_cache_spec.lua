@@ -486,14 +486,7 @@ describe("TreeCache", function()
     it("start() waits out a connection lost under its root's create", function()
       -- the root's create reaches the server and its reply is held back: the client gives
       -- up on the connection (SUSPENDED, the session lives) and the proxy resumes then
-      local proxy = testing.proxy(server:node(1))
-      local cut = zklua.client{ hosts = proxy.hosts, timeout = 4 }
-      cut:start()
-      local states = {}
-      cut:add_listener(function(state)
-        states[#states + 1] = state
-        if state == "SUSPENDED" then proxy:resume() end
-      end)
+      local cut, proxy, states = helpers.client_losing_reply(server:node(1))
       local ok, err = pcall(function()
         local cache = cut:TreeCache(root)
         proxy:cut_reply("create")

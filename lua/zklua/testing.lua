@@ -384,7 +384,8 @@ function Cluster:start(timeout)
 end
 
 function Cluster:node(i)
-  return assert(self.nodes[i], "no node " .. tostring(i))
+  local node = assert(self.nodes[i], "no node " .. tostring(i))
+  return node
 end
 
 --- The node that currently leads (an ensemble) or the single node.

@@ -15,6 +15,22 @@ local compat = require "zklua.compat"
 
 local helpers = {}
 
+--- A started client of node through a fault proxy (zklua.testing.proxy) for cut_reply
+-- tests: when the client gives up on a connection whose reply was cut (SUSPENDED; the server
+-- still hears it, so the session lives), the proxy resumes.  Returns the client, the proxy
+-- and the list of states the client went through.
+function helpers.client_losing_reply(node, timeout)
+  local proxy = testing.proxy(node)
+  local zk = zklua.client{ hosts = proxy.hosts, timeout = timeout or 4 }
+  zk:start()
+  local states = {}
+  zk:add_listener(function(state)
+    states[#states + 1] = state
+    if state == "SUSPENDED" then proxy:resume() end
+  end)
+  return zk, proxy, states
+end
+
 --- Whether the suite runs under LuaJIT (scripts/run-specs --lua=luajit).
 helpers.LUAJIT = compat.luajit
 

@@ -66,7 +66,7 @@ end
 -- ports it must not listen on (those it takes are added).
 function proxy.new(target, host, taken)
   local port = type(target) == "table" and target.port or target
-  -- a node's host is loopback (and testing's node(i) returns a second value: not a host)
+  -- a node's host is loopback
   host = type(target) == "number" and host or "127.0.0.1"
   assert(type(port) == "number", "proxy: a node or a port is needed")
   local socket = require "socket" -- luasocket: only the tests need it
