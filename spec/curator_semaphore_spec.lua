@@ -233,9 +233,21 @@ describe("Semaphore{layout = 'curator'} and InterProcessSemaphoreV2", function()
     assert.same({ sem.node }, children())
     assert.matches(LEASE_NODE, sem.node)
     assert.equals(zk:exists(leases .. "/" .. sem.node).czxid, sem.fencing_token)
+    -- what is in flight is counted right after the search: the count's watch, nothing else
+    -- (an orphan is freed when this reaches 0: a count too low freed it under a live watch)
+    assert.equals(1, ud:inflight())
     assert.is_true(sem:release())
+    testing.wait_for(function() return ud:inflight() <= 0 end, 30, "the count's watch")
+    assert.equals(0, ud:inflight())
     assert.same({}, children())
     assert.same({}, children(locks))
+    -- the next acquire creates under a new protected id (Curator's: one per create), so an
+    -- old node of this object is never taken for the new one's
+    local first = sem.create_path
+    assert.is_true(sem:acquire(true, 30))
+    assert.are_not.equal(first, sem.create_path)
+    assert.equals(sem.create_path, leases .. "/" .. sem.node:sub(1, #sem.create_path - #leases - 1))
+    assert.is_true(sem:release())
     observer:close()
     client:close()
     proxy:stop()

@@ -796,11 +796,11 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
     zkl_semaphore *m = ctx;
     m->inflight--;
     if (ev->kind == ZKL_EV_OP) {
-        /* a children op asks for a watch: none will come if it was not taken */
-        if (ev->op == ZKL_OP_CHILDREN && !ev->watch_requested) {
+        /* the count's children op asked for a watch (counted twice): none will come if it
+         * was not taken.  FIND's children op asks for none (counted once). */
+        if (ev->op == ZKL_OP_CHILDREN && ev->id == m->watch_id && !ev->watch_requested) {
             m->inflight--;
-            if (m->watch_id == ev->id)
-                m->watch_id = 0;
+            m->watch_id = 0;
         }
         if (ev->id == m->op_id && m->s) {
             m->op_id = 0;
@@ -925,6 +925,21 @@ void zkl_semaphore_forget_session(zkl_semaphore *m)
 
 /* ---------------------------------------------------------------- public */
 
+/* Curator: a new protected id for each acquire, as withProtection() makes one per create, so
+ * that FIND never takes a node left from an earlier acquire (one whose delete failed) for
+ * this one's.  The prefix keeps its length: create_path's tail is rewritten in place. */
+static void renew_prefix(zkl_semaphore *m)
+{
+    char uuid[ZKL_UUID_HEX_LEN + 1];
+    if (zkl_uuid4_hex(uuid) != 0)
+        return; /* no randomness now: the last id serves */
+    char fresh[ZKL_PROTECTED_PREFIX_LEN + 1];
+    zkl_protected_prefix(fresh, uuid);
+    memcpy(m->prefix, fresh, ZKL_PROTECTED_PREFIX_LEN); /* the "lease-" after it stays */
+    size_t n = strlen(m->prefix), total = strlen(m->create_path);
+    memcpy(m->create_path + total - n, m->prefix, n);
+}
+
 int zkl_semaphore_acquire(zkl_semaphore *m, int blocking)
 {
     if (!m->s) {
@@ -947,6 +962,8 @@ int zkl_semaphore_acquire(zkl_semaphore *m, int blocking)
     m->mutex_asked = 0;
     free(m->stored_max);
     m->stored_max = NULL;
+    if (is_curator(m))
+        renew_prefix(m);
     m->phase = ZKL_SEM_ACQUIRING;
     go(m, m->assured ? STEP_LOCK : STEP_READ_MAX);
     return 0;

@@ -41,8 +41,8 @@
  *   one waiter's, which holds the mutex).
  * - One lease node per semaphore at most, and none left behind: a create whose reply was lost
  *   (connection loss) is looked up before anything else (kazoo: exists on its name, fixed for
- *   the object's life; Curator: the leases listed for its protected prefix, as Curator's
- *   protection does); an acquire that does not succeed deletes it.
+ *   the object's life; Curator: the leases listed for its protected prefix, a new one for
+ *   each acquire, as Curator's protection does); an acquire that does not succeed deletes it.
  * - SUSPENDED (connection loss, operation timeout): a holder keeps its lease (its ephemeral
  *   node lives while the session does); an acquire or release under way repeats its step
  *   once the session is CONNECTED again.
@@ -131,7 +131,8 @@ int zkl_semaphore_checked(const zkl_semaphore *m);
 int zkl_semaphore_is_held(const zkl_semaphore *m); /* HELD or RELEASING */
 /* The lease node's name: kazoo's, fixed; Curator's while it exists (else NULL). */
 const char *zkl_semaphore_node(const zkl_semaphore *m);
-/* The lease node's create name: kazoo's (= its name), Curator's "_c_<uuid>-lease-". */
+/* The lease node's create name: kazoo's (= its name), Curator's "_c_<uuid>-lease-" (the
+ * uuid new at each acquire). */
 const char *zkl_semaphore_prefix(const zkl_semaphore *m);
 const char *zkl_semaphore_step_name(const zkl_semaphore *m); /* for tests and debugging */
 int zkl_semaphore_fencing_token(const zkl_semaphore *m, int64_t *token); /* 0 while held */

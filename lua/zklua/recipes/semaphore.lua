@@ -83,7 +83,10 @@ function Semaphore:acquire(blocking, timeout)
   timeout = check.timeout("acquire", timeout)
   local ud = self._sem
   return base.acquire(self, ud, blocking, timeout, true, function()
-    return ud:acquire(blocking)
+    local started, why = ud:acquire(blocking)
+    -- Curator's layout: each acquire creates under a new protected id (semaphore.h)
+    self.create_path = join(self.leases_path, ud:prefix())
+    return started, why
   end, function(outcome, _, stored) raise_mismatch(self, outcome, stored) end)
 end
 
