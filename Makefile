@@ -33,7 +33,8 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 # The bounded sanitizer run inside make test: the specs that drive the C code hardest.
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua spec/connection_retry_spec.lua \
-             spec/counter_backoff_spec.lua spec/waker_spec.lua spec/service_discovery_spec.lua
+             spec/counter_backoff_spec.lua spec/waker_spec.lua spec/service_discovery_spec.lua \
+             spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-lua54 test-luajit demo bench deps lint asan asan-quick \
         valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity
@@ -111,14 +112,15 @@ kazoo-parity: deps all $(if $(filter luajit%,$(LUA)),luajit)
 test-lua54: deps all
 	scripts/run-specs
 
-# The edit-test loop: every spec but the slow ones, under Lua 5.4 (under 3 minutes on a busy
+# The edit-test loop: every spec but the slow ones, under Lua 5.4 (under 3 minutes on an idle
 # 2-core machine).  Slow: a minute or more each, or an ensemble, nginx, valgrind, luarocks,
 # many processes or long fault windows.  make test still runs them all.
 SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum ensemble \
               expiry_matrix nginx nginx_balancer valgrind luarocks examples allocator_processes fuzz semaphore \
               tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
-              docs every_wait_ends logging partition curator_interop curator_semaphore))
+              docs every_wait_ends logging partition curator_interop curator_semaphore \
+              persistent_node curator_discovery))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all
 	scripts/run-specs $(FAST_SPECS)
