@@ -17,17 +17,26 @@
 -- session the server expired learns it (and logs "lost") only when it reconnects, while the
 -- others may already own its items; such overlaps are allowed only for idents in `window`
 -- and only on intervals that ended with "lost" (they are listed in report.windows).
+local core = require "zklua.core"
+
 local ownership = {}
 
 --- Reads log files into a list of events {t, event, ident, pid, item, token}, sorted by t.
+-- The files are read one after the other while the members go on writing, so only events
+-- up to the moment the reading began are kept: a later one (an acquire in a file read last)
+-- may follow a release that a file read first did not have yet.  Up to that moment the
+-- snapshot is whole: a member logs (and flushes) a release before its claim goes, so every
+-- acquire of the item by another member that is timed before the cut-off comes after a
+-- release already in its file when the reading began.
 function ownership.read(files)
   local events = {}
+  local cutoff = core.monotonic()
   for _, file in ipairs(files) do
     local f = io.open(file, "r")
     if f then
       for line in f:lines() do
         local t, event, ident, pid, item, token = line:match("^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$")
-        if t then
+        if t and tonumber(t) <= cutoff then
           events[#events + 1] = { t = tonumber(t), event = event, ident = ident, pid = pid,
                                   item = item, token = tonumber(token) }
         end
