@@ -25,7 +25,9 @@
 -- * Arguments are checked before anything is sent (zklua.check).
 -- * Callbacks (watches, listeners, rawlinks) run from Lua, in the thread that owns the client,
 --   while a blocking call waits or when the host calls zk:dispatch().  State fields change
---   only there too.
+--   only there too.  Callbacks never nest (kazoo's one callback thread): one that waits lets
+--   op results and recipe steps through, and the callbacks that come meanwhile run after it,
+--   in order (zklua.handlers.blocking), so no burst of events deepens the C stack.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -54,7 +56,9 @@ local LEVEL_NAMES = '"ERROR", "WARN", "INFO", "DEBUG" or "NONE"'
 
 --- A hosts argument read as kazoo reads it (zklua.hosts): the {host, port} pairs, the chroot
 -- ("" when none: "h:2181/" has none; normalised, "/a/" is "/a") and the string handed to
--- libzookeeper ("host:port,...[/chroot]", every port written out).  Malformed: raises.
+-- libzookeeper ("host:port,...[/chroot]", every port written out, IPv6 unbracketed as the
+-- library reads it).  Malformed (zklua.hosts' rules, a chroot that is no path): raises
+-- BadArgumentsError.
 local function parse_hosts(fname, value)
   local list, chroot = hosts_mod.collect_hosts(value, fname)
   local ok, normal = pcall(paths.normpath, chroot or "")
@@ -256,10 +260,24 @@ function Client:_log(level, message)
   end
 end
 
-local function call_user(client, what, fn, ...)
-  local ok, result = pcall(fn, ...)
-  if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
-  return ok, result
+--- Runs fn(...) as a user callback (a watch function, a listener, a recipe hook: code that may
+-- wait): through the handler's run_callback, which never nests one callback inside another's
+-- wait (zklua.handlers.blocking), or at once under a handler without one (a coroutine
+-- handler runs each in a coroutine of its own).  fn may run later: recipes hand it closures
+-- that catch and report their own errors.
+function Client:_callback(fn, ...)
+  local run = self.handler.run_callback
+  if run then return run(fn, ...) end
+  return fn(...)
+end
+
+--- Runs fn(arg) as a user callback (Client:_callback), logging "error in <what>" if it
+-- raises.
+local function call_user(client, what, fn, arg)
+  client:_callback(function()
+    local ok, result = pcall(fn, arg)
+    if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
+  end)
 end
 
 function Client:_complete(id, rc, watch_dropped, r1, r2)
@@ -298,9 +316,18 @@ function Client:_change_state(state, client_state)
   if state == "LOST" then died, self._watchers = self._watchers, {} end
   local listeners = {}
   for i, fn in ipairs(self._listeners) do listeners[i] = fn end
+  local client = self
+  local run = self.handler.run_listener -- at once, as kazoo's: see zklua.handlers.blocking
   for _, fn in ipairs(listeners) do
-    local ok, remove = call_user(self, "state listener", fn, state)
-    if ok and remove == true then self:remove_listener(fn) end
+    local function call()
+      local ok, remove = pcall(fn, state)
+      if not ok then
+        client:_log("ERROR", "error in state listener: " .. tostring(remove))
+      elseif remove == true then
+        client:remove_listener(fn)
+      end
+    end
+    if run then run(call) else call() end
   end
   if died and client_state == "EXPIRED_SESSION" then
     -- as kazoo: each is called once with a NONE event, so that a watch loop learns of it
@@ -472,27 +499,33 @@ function Client:unchroot(path)
   return path
 end
 
---- kazoo's set_hosts: the servers to use from now on (a hosts string as the constructor's).
--- The library may move the connection in use to a server of the new list (its rebalancing);
--- the next connection is made within it.  The chroot cannot change (ConfigurationError).  randomize_hosts,
--- when given, replaces the client's.
+--- kazoo's set_hosts: the servers to use from now on (a hosts string or list as the
+-- constructor's).  The library may move the connection in use to a server of the new list
+-- (its rebalancing; it does when that server's address is not in the new list): the client
+-- is then SUSPENDED at once, CONNECTED again when a server of the new list takes the session
+-- up, LOST a session timeout later if none does.  The next connection is made within the new
+-- list.  The chroot cannot change (ConfigurationError).  randomize_hosts, when given, replaces
+-- the client's.  Every check comes first: a malformed hosts argument (BadArgumentsError), a
+-- chroot change, a closed client, a list the library refuses (none of it resolves:
+-- ConfigurationError) leave the client as it was.
 function Client:set_hosts(hosts, randomize_hosts)
   local pairs_list, chroot
   pairs_list, chroot, hosts = parse_hosts("set_hosts", hosts)
+  local randomize = self.randomize_hosts
   if randomize_hosts ~= nil then
-    self.randomize_hosts = check.flag("set_hosts", randomize_hosts, "randomize_hosts")
+    randomize = check.flag("set_hosts", randomize_hosts, "randomize_hosts")
   end
   if chroot ~= self.chroot then
     errors.raise(errors.ConfigurationError, "set_hosts: changing the chroot at runtime is " ..
                  "not supported (" .. tostring(self.chroot) .. " -> " .. tostring(chroot) .. ")")
   end
   if not self._session then errors.raise(errors.ConnectionClosedError, "set_hosts: the client is closed") end
-  local ok, why = self._session:set_hosts(connect_order(hosts, self.randomize_hosts))
+  local ok, why = self._session:set_hosts(connect_order(hosts, randomize))
   if not ok then
     errors.raise(errors.ConfigurationError, "set_hosts: cannot use hosts " ..
-                 string.format("%q", hosts) .. ": " .. tostring(why))
+                 hosts_mod._shown(hosts) .. ": " .. tostring(why))
   end
-  self.hosts, self._hosts = pairs_list, hosts
+  self.hosts, self._hosts, self.randomize_hosts = pairs_list, hosts, randomize
 end
 
 --- kazoo's command: sends a four-letter word ("ruok", "envi", "srvr", ...) to the server the
@@ -612,6 +645,9 @@ end
 
 --- Calls fn(state) on every change of zk.state ("CONNECTED", "SUSPENDED", "LOST"); fn may
 -- be a function or a callable table.  Anything else is a ConfigurationError, as in kazoo.
+-- As kazoo's, fn runs at once, also while a callback waits, and should not wait itself: hand
+-- work that waits to the script's own loop (a listener that waits delays the listeners of
+-- the state changes that come meanwhile).
 function Client:add_listener(fn)
   if not callable(fn) then
     errors.raise(errors.ConfigurationError, "add_listener: listener must be callable (got " ..

@@ -26,13 +26,52 @@ local function report(future, err)
   if log then log("rawlink callback", err) else io.stderr:write(tostring(err), "\n") end
 end
 
+-- A link of zklua's own (Future:_chain): a step that settles another future and never waits.
+-- Kept in _links beside the user's rawlinks, marked by this metatable.
+local Step = {}
+
+-- Resolving a future runs its links; a step may resolve another future, whose steps may
+-- resolve a third: a chain as long as a path is deep (create with makepath 2000 levels
+-- down).  So steps run here, in a loop over the futures resolved meanwhile (FIFO), never one
+-- inside another; the user's rawlinks run once the loop is done, as user callbacks
+-- (Client:_callback: under the blocking handler never one inside another's wait).
+local settling = false
+local resolved, first, last = {}, 1, 0
+
+local function call_link(future, fn)
+  local ok, err = pcall(fn, future)
+  if not ok then report(future, err) end
+end
+
 local function run_links(future)
-  local links = future._links
-  if not links then return end
-  future._links = nil
-  for i = 1, #links do
-    local ok, err = pcall(links[i], future)
-    if not ok then report(future, err) end
+  last = last + 1
+  resolved[last] = future
+  if settling then return end
+  settling = true
+  local callbacks, n = nil, 0 -- {future, fn} pairs, in order
+  while first <= last do
+    local f = resolved[first]
+    resolved[first] = nil
+    first = first + 1
+    local links = f._links
+    f._links = nil
+    for i = 1, links and #links or 0 do
+      local link = links[i]
+      if getmetatable(link) == Step then
+        call_link(f, link[1])
+      else
+        callbacks = callbacks or {}
+        callbacks[n + 1], callbacks[n + 2] = f, link
+        n = n + 2
+      end
+    end
+  end
+  first, last = 1, 0
+  settling = false
+  for i = 1, n, 2 do
+    local f = callbacks[i]
+    local run = f._handler and f._handler.run_callback
+    if run then run(call_link, f, callbacks[i + 1]) else call_link(f, callbacks[i + 1]) end
   end
 end
 
@@ -47,7 +86,7 @@ end
 function Future:set_exception(err)
   if self.done then return end
   self.exception, self.done = err, true
-  run_links(self)
+  if self._links then run_links(self) end
 end
 
 function Future:ready()
@@ -109,12 +148,16 @@ function Future:unlink(fn)
 end
 
 --- A future resolved from another: when source resolves, fn(source) decides this one.
+-- fn is a step (it may submit ops, never wait): it runs in the loop of run_links.
 function Future:_chain(source, fn)
   local target = self
-  source:rawlink(function(src)
+  local step = function(src)
     local ok, err = pcall(fn, src, target)
     if not ok then target:set_exception(err) end
-  end)
+  end
+  source._links = source._links or {}
+  source._links[#source._links + 1] = setmetatable({ step }, Step)
+  if source.done then run_links(source) end -- in the loop too, if one runs
   return self
 end
 

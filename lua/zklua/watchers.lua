@@ -89,11 +89,12 @@ function DataWatch:_fetch(event)
   end
 end
 
+-- A state listener: the fetch waits, so it runs as a user callback (kazoo spawns it).
 function DataWatch:_on_state(state)
   if state == "LOST" then
     self.armed = false
   elseif state == "CONNECTED" and not self.armed and not self.stopped then
-    self:_fetch(nil)
+    self.client:_callback(self._fetch, self, nil)
   end
 end
 
@@ -181,7 +182,7 @@ function ChildrenWatch:_on_state(state)
   if state == "LOST" or state == "SUSPENDED" then
     if state == "LOST" then self.armed = false end
   elseif state == "CONNECTED" and not self.armed and not self.stopped then
-    self:_fetch(nil)
+    self.client:_callback(self._fetch, self, nil) -- it waits (see DataWatch:_on_state)
   end
 end
 

@@ -2,9 +2,20 @@
 --
 -- Waiting (a sync op, a future's get, a retry's sleep) runs the event loop of every client
 -- attached here, so watch callbacks, listeners and other clients' futures progress while a
--- script waits, as kazoo's threads would make them.  Callbacks run from Lua, one event at a
--- time; a callback may itself wait (the loop re-enters).
+-- script waits, as kazoo's threads would make them.
+--
+-- User callbacks (watch functions, rawlinks, recipe hooks) never nest, as on kazoo's one
+-- callback thread: run_callback runs one at once when none is running, and queues it
+-- otherwise; the callback that runs then works through the queue, in order, after it
+-- returns.  A callback may wait: its wait resolves op results, state changes and recipe
+-- steps, and the callbacks that come meanwhile wait their turn.  So the C stack is the same
+-- depth however many events arrive at once (a burst of 100k watch events), and a callback
+-- that waits for another callback to run first waits until its own timeout: do that work
+-- after it returns.  State listeners run at once, also while a callback waits (kazoo calls
+-- them from its connection thread): run_listener is a lane of its own, so a listener that
+-- waits defers the next state change's listeners, not the callbacks, and the depth stays two.
 local core = require "zklua.core"
+local unpack = table.unpack or unpack
 
 -- timeout_exception: the error a wait that timed out raises (kazoo's handler attribute)
 local blocking = { name = "blocking", timeout_exception = require("zklua.errors").TimeoutError }
@@ -37,13 +48,60 @@ function blocking.detach(client)
   mark_lone_client()
 end
 
---- Runs every attached client's pending events; returns how many were handled.
+--- Runs every attached client's pending events; returns how many were handled.  The clients
+-- are listed first: a callback may close a client or make a new one while the walk goes on.
 local function dispatch_all()
-  local handled = 0
+  local list, n = {}, 0
   for client in pairs(clients) do
-    handled = handled + client:dispatch(0)
+    n = n + 1
+    list[n] = client
+  end
+  local handled = 0
+  for i = 1, n do
+    handled = handled + list[i]:dispatch(0)
   end
   return handled
+end
+
+local function report(err)
+  blocking.log_callback_error("callback", err)
+end
+
+--- A lane: a function run(fn, ...) that runs fn(...) now when nothing of its lane runs, else
+-- after it (see the file's opening comment), protected: an error fn raises is logged and the
+-- queue goes on.  running() tells whether one runs.
+local function lane()
+  local running = false
+  local queue, head, tail = {}, 1, 0 -- the calls waiting: {fn, n, ...}, FIFO
+  local function run(fn, ...)
+    if running then
+      tail = tail + 1
+      queue[tail] = { fn, select("#", ...), ... }
+      return
+    end
+    running = true
+    local ok, err = pcall(fn, ...)
+    if not ok then pcall(report, err) end
+    while head <= tail do
+      local item = queue[head]
+      queue[head] = nil
+      head = head + 1
+      ok, err = pcall(item[1], unpack(item, 3, item[2] + 2))
+      if not ok then pcall(report, err) end
+    end
+    head, tail = 1, 0
+    running = false
+  end
+  return run, function() return running end
+end
+
+local in_callback
+blocking.run_callback, in_callback = lane()
+blocking.run_listener = lane()
+
+--- Whether a user callback runs now (its waits run no other callback).
+function blocking.in_callback()
+  return in_callback()
 end
 
 local function fds()

@@ -12,14 +12,22 @@
 -- * One poller coroutine per handler runs the attached clients' event loops (zk:dispatch(0))
 --   while a client is started or a coroutine waits, then ends, so the host's loop can end too.
 --   After each round it wakes exactly the waiting coroutines whose condition now holds.
--- * Callbacks (watch functions, state listeners, rawlinks, recipe callbacks) run in the
---   poller's coroutine.  When one of them waits (a zklua call, handler.sleep), polling is
---   handed to a fresh poller first, so the callback has its coroutine to itself, may yield as
---   long as it likes, and later events keep flowing.  The callbacks of one event (the
---   listeners of one state change) run one after the other, in order, as kazoo runs them.
+-- * User callbacks (watch functions, rawlinks, recipe hooks) run one at a time, in the order
+--   their events came, in a callback coroutine of their own (kazoo's callback greenlet):
+--   run_callback queues them and the callback coroutine, started when the queue fills and
+--   ending when it is empty, works through it.  One may wait as long as it likes; op results
+--   and state changes keep flowing meanwhile, and the next callback waits its turn.  So a
+--   burst of 100k watch events makes one queue, not 100k coroutines waiting at once.
+-- * State listeners run in the poller's coroutine, at once, as kazoo's (which should not
+--   wait); one that waits hands polling to a fresh poller first, so it has its coroutine to
+--   itself and later events keep flowing.  The listeners of one state change run one after
+--   the other, in order, as kazoo runs them.
 -- * A blocking call made where the host cannot resume the caller (cqueues: outside a coroutine
---   of its controller; ngx: init_worker, log, header/body filters) raises WouldBlockError; the
---   client's plain sync ops raise it before anything is sent.  Nothing ever hangs silently.
+--   of its controller; ngx: init_worker, log, header/body filters), or where Lua cannot yield
+--   (inside a C function that calls Lua: a table.sort comparator, a __tostring called by
+--   tostring, ...) raises WouldBlockError; the client's plain sync ops raise it before
+--   anything is sent.  Nothing ever hangs silently, nor fails with Lua's raw "attempt to
+--   yield across a C-call boundary".
 -- * When the host shuts down (host.alive() turns false: an nginx worker exits) the poller
 --   stops every attached client and wakes every waiter; a wait whose condition does not hold
 --   then raises ConnectionClosedError, so no coroutine keeps the host from exiting.
@@ -36,7 +44,37 @@ local errors = require "zklua.errors"
 
 local handlers = {}
 
+-- Whether the running code may yield: not inside a C call Lua cannot yield across (a
+-- table.sort comparator, a string.gsub replacement function, a __tostring called by tostring
+-- or print, an __index called by table.concat, a load reader, a finalizer...), where a wait
+-- would fail with the raw "attempt to yield across a C-call boundary".  Lua 5.4 and LuaJIT 2.1
+-- (Debian's luajit2) have coroutine.isyieldable.  ngx_lua replaces the global coroutine table
+-- with one of its own that lacks it: package.loaded.coroutine is still the library's.  Where
+-- neither has it (LuaJIT 2.0), the stack is read: a C function between the running one and
+-- the coroutine's body forbids the yield, pcall and xpcall aside (LuaJIT yields across them).
+local library_coroutine = package.loaded.coroutine or coroutine
+local isyieldable = library_coroutine.isyieldable or coroutine.isyieldable
+local YIELDABLE_C = { [pcall] = true, [xpcall] = true }
+
+local function stack_yieldable()
+  if not coroutine.running() then return false end
+  local level = 3 -- the caller of the zklua call's check
+  while true do
+    local info = debug.getinfo(level, "Sf")
+    if not info then return true end
+    if info.what == "C" and not YIELDABLE_C[info.func] then return false end
+    level = level + 1
+  end
+end
+
+--- Whether the running code may yield (see above).
+function handlers.yieldable()
+  if isyieldable then return isyieldable() end
+  return stack_yieldable()
+end
+
 local WEAK = { __mode = "v" } -- a waiter does not keep its coroutine alive
+local unpack = table.unpack or unpack
 
 --- How often (s) the poller looks at the waiting coroutines even without an event: another
 -- coroutine may change what a waiter waits for without an event (lock:cancel()).
@@ -147,6 +185,37 @@ function handlers.new(host)
     end
   end
 
+  -- The user callbacks waiting for the callback coroutine: {fn, n, ...}, FIFO.
+  local callbacks, first, last = {}, 1, 0
+  local runner = nil -- the callback coroutine (true while it is being started), or nil
+
+  local function run_callbacks()
+    while first <= last do
+      local item = callbacks[first]
+      callbacks[first] = nil
+      first = first + 1
+      local ok, err = pcall(item[1], unpack(item, 3, item[2] + 2))
+      if not ok then log("callback", err) end
+    end
+    first, last = 1, 0
+    runner = nil
+  end
+
+  --- Runs fn(...) in the callback coroutine, after the callbacks queued before it (see the
+  -- file's opening comment); an error fn raises is logged.
+  function handler.run_callback(fn, ...)
+    last = last + 1
+    callbacks[last] = { fn, select("#", ...), ... }
+    if runner == nil then
+      runner = true
+      local ok, err = pcall(host.spawn, run_callbacks)
+      if not ok then
+        runner = nil
+        log("starting the callback coroutine", err)
+      end
+    end
+  end
+
   local spawn_poller
 
   local function poll_loop()
@@ -209,9 +278,16 @@ function handlers.new(host)
   end
 
   --- Raises WouldBlockError unless the running code may wait (called before a blocking call
-  -- sends anything).
+  -- sends anything): the host must be able to resume it (host.can_wait), and Lua to yield
+  -- from where it runs (handlers.yieldable: not inside a C call such as a table.sort
+  -- comparator).
   function handler.check_wait()
     local ok, why = host.can_wait()
+    if ok and not handlers.yieldable() then
+      ok, why = false, "Lua cannot yield here, inside a C function that calls Lua (a " ..
+        "table.sort comparator, a string.gsub function, a metamethod called by tostring or " ..
+        "table.concat...): make the call outside it"
+    end
     if not ok then
       errors.raise(errors.WouldBlockError, "this zklua call waits, and the " .. host.name ..
                    " handler cannot suspend the code that made it: " .. why)

@@ -331,8 +331,11 @@ local function not_from_a_hook(self, fname)
   end
 end
 
+-- News from C: a round runs the hooks, user code, so it runs as a user callback
+-- (Client:_callback: never nested in another callback's wait); the allocator's own waits run
+-- rounds themselves.
 function Allocator:_notified()
-  self:_process()
+  self.client:_callback(self._process, self)
 end
 
 -- ---------------------------------------------------------------- registry

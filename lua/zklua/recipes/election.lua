@@ -101,15 +101,19 @@ local function callback(fname, fn)
   return fn
 end
 
+-- Runs the callbacks of list, in order, as one user callback (Client:_callback: never nested
+-- in another callback's wait).
 local function fire(self, list, what)
   local copy = {}
   for i, fn in ipairs(list) do copy[i] = fn end
-  for _, fn in ipairs(copy) do
-    local ok, err = pcall(fn, self)
-    if not ok then
-      self.client:_log("ERROR", "error in election " .. what .. " callback: " .. tostring(err))
+  self.client:_callback(function()
+    for _, fn in ipairs(copy) do
+      local ok, err = pcall(fn, self)
+      if not ok then
+        self.client:_log("ERROR", "error in election " .. what .. " callback: " .. tostring(err))
+      end
     end
-  end
+  end)
 end
 
 -- ---------------------------------------------------------------- the latch

@@ -3,7 +3,8 @@
 --
 -- lost.install(Class, "lock") gives Class `on_lost(fn)` and `_notified(code)`: when the C
 -- recipe sends its LOST notify (through the client's dispatch), every fn(object) registered
--- runs, from Lua, in order; an error in one is logged and the others still run.  Objects keep
+-- runs, from Lua, in order, as one user callback (Client:_callback: never nested in another
+-- callback's wait); an error in one is logged and the others still run.  Objects keep
 -- their callbacks in `_lost_callbacks`.
 local check = require "zklua.check"
 local core = require "zklua.core"
@@ -25,12 +26,16 @@ function lost.install(class, what)
 
   function class:_notified(code)
     if code ~= lost.NOTIFY_LOST then return end
-    for _, fn in ipairs(self._lost_callbacks) do
-      local ok, err = pcall(fn, self)
-      if not ok then
-        self.client:_log("ERROR", "error in " .. what .. " on_lost callback: " .. tostring(err))
+    local object = self
+    self.client:_callback(function() -- user code: never nested (Client:_callback)
+      for _, fn in ipairs(object._lost_callbacks) do
+        local ok, err = pcall(fn, object)
+        if not ok then
+          object.client:_log("ERROR", "error in " .. what .. " on_lost callback: " ..
+                             tostring(err))
+        end
       end
-    end
+    end)
   end
 end
 

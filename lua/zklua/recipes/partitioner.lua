@@ -310,9 +310,13 @@ function SetPartitioner:_notified(code)
     active[self] = nil
     if self.error == nil then self.error = failure_error(self) end
   end
-  if self._on_state then
-    local ok, err = pcall(self._on_state, state, self)
-    if not ok then log(self, "error in state_change_event: " .. tostring(err)) end
+  local on_state = self._on_state
+  if on_state then
+    local partitioner = self
+    self.client:_callback(function() -- user code: never nested (Client:_callback)
+      local ok, err = pcall(on_state, state, partitioner)
+      if not ok then log(partitioner, "error in state_change_event: " .. tostring(err)) end
+    end)
   end
 end
 

@@ -169,12 +169,16 @@ local NOTIFY_CREATED = core.notify.persistent_node.CREATED
 local notified_lost = PersistentNode._notified
 function PersistentNode:_notified(code)
   if code ~= NOTIFY_CREATED then return notified_lost(self, code) end
-  for _, fn in ipairs(self._created_callbacks) do
-    local ok, err = pcall(fn, self)
-    if not ok then
-      self.client:_log("ERROR", "error in persistent node on_created callback: " .. tostring(err))
+  local node = self
+  self.client:_callback(function() -- user code: never nested (Client:_callback)
+    for _, fn in ipairs(node._created_callbacks) do
+      local ok, err = pcall(fn, node)
+      if not ok then
+        node.client:_log("ERROR", "error in persistent node on_created callback: " ..
+                         tostring(err))
+      end
     end
-  end
+  end)
 end
 assert(lost.NOTIFY_LOST ~= NOTIFY_CREATED)
 

@@ -271,13 +271,15 @@ end
 function ServiceDiscovery:_on_state(state)
   if self._closed then return true end -- removes this listener
   if state ~= "CONNECTED" then return end
-  for id, entry in pairs(self._entries) do
-    local ok, err = pcall(self._keep, self, entry)
-    if not ok then
-      self.client:_log("WARN", "ServiceDiscovery: registering " .. id .. " again failed: " ..
-                       tostring(err) .. " (tried again when CONNECTED)")
+  self.client:_callback(function() -- it waits: a user callback, not in the listener
+    for id, entry in pairs(self._entries) do
+      local ok, err = pcall(self._keep, self, entry)
+      if not ok then
+        self.client:_log("WARN", "ServiceDiscovery: registering " .. id .. " again failed: " ..
+                         tostring(err) .. " (tried again when CONNECTED)")
+      end
     end
-  end
+  end)
 end
 
 --- close(): unregisters every instance registered through this object (a failure is logged)

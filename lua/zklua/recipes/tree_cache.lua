@@ -205,10 +205,10 @@ function TreeCache:_deliver(kind, path, data, stat)
   end
 end
 
--- The C cache says events wait: deliver them all, in order.  A listener that waits makes the
--- client dispatch again; a notify then is left to the loop already running.
-function TreeCache:_notified(code)
-  if code ~= NOTIFY_EVENTS or self._delivering then return end
+-- Delivers every event the C cache holds, in order.  A listener that waits makes the client
+-- dispatch again; a notify then is left to the loop already running.
+local function deliver_all(self)
+  if self._delivering then return end
   self._delivering = true
   local ud = self._cache
   local ok, err = pcall(function()
@@ -221,6 +221,14 @@ function TreeCache:_notified(code)
   end)
   self._delivering = false
   if not ok then error(err, 0) end
+end
+
+-- The C cache says events wait: the listeners are user code, so the delivery runs as a user
+-- callback (Client:_callback: never nested in another callback's wait).
+function TreeCache:_notified(code)
+  if code == NOTIFY_EVENTS and not self._delivering then
+    self.client:_callback(deliver_all, self)
+  end
 end
 
 function recipes.TreeCache(client, path)
