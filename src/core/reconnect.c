@@ -201,6 +201,26 @@ static void push_gave_up(zkl_reconnect *r)
     zkl_queue_push(r->queue, ev);
 }
 
+/* Tells the owner that the handle is not connected (a ZOO_CONNECTING_STATE session event of
+ * the paced handle), at the first failed attempt since the last connection.  The library
+ * reports the drop of a live connection itself, but not always: when its host list changes
+ * (zoo_set_servers, or its periodic re-resolution of the names) and the server in use is not
+ * in the new list, it closes the connection and marks the handle not connected without any
+ * session event, and no attempt that fails afterwards sends one either.  The session would
+ * stay CONNECTED for ever while nothing is carried (no SUSPENDED, no LOST, requests handed to
+ * the library waiting for a server).  A duplicate of the library's own event is harmless:
+ * the owner's state machine ignores a state it is already in.  Mutex held. */
+static void push_connection_down(zkl_reconnect *r)
+{
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return; /* out of memory: the library's next session event tells the state */
+    ev->kind = ZKL_EV_SESSION;
+    ev->zk_state = ZOO_CONNECTING_STATE;
+    ev->generation = r->generation;
+    zkl_queue_push(r->queue, ev);
+}
+
 /* Waits until interrupted or `seconds` passed; a pause beyond LONGEST_PAUSE_S (an infinite
  * delay included) lasts until interrupted.  Mutex held. */
 static void pause_locked(zkl_reconnect *r, double seconds)
@@ -272,8 +292,10 @@ void zkl_reconnect_attempt_failed(zkl_reconnect *r)
     }
     atomic_fetch_add(&r->attempts_failed, 1); /* those the policy made: not after it gave up */
     double now = zkl_monotonic_seconds();
-    if (r->first_failure == 0)
+    if (r->first_failure == 0) {
         r->first_failure = now;
+        push_connection_down(r);
+    }
     if (++r->failures >= r->pass_attempts)
         end_failed_pass_locked(r, now);
     pthread_mutex_unlock(&r->mutex);

@@ -614,8 +614,47 @@ int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16])
     return 0;
 }
 
+/* Whether "h1:p1,h2:p2/chroot" names servers: every entry "host:port" (split at its last
+ * ':', as the library does: "::1:2181"), neither part empty.  The library takes an empty
+ * list (or "/chroot" alone) as a list of no address, and then never connects again
+ * (zklua.hosts refuses such lists before they get here). */
+static int names_servers(const char *hosts)
+{
+    size_t end = strcspn(hosts, "/");
+    if (end == 0)
+        return 0;
+    for (size_t at = 0; at <= end;) {
+        size_t len = strcspn(hosts + at, ",/");
+        size_t colon = len;
+        while (colon > 0 && hosts[at + colon - 1] != ':')
+            colon--;
+        /* colon: the length up to and with the last ':' (0: none) */
+        if (colon < 2 || colon == len)
+            return 0;
+        at += len + 1;
+    }
+    return 1;
+}
+
+/* A CONNECTING session event of the current handle, for the state machine (see
+ * zkl_session_set_hosts). */
+static void queue_connection_down(zkl_session *s)
+{
+    zkl_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return; /* out of memory: the first failed attempt tells it (reconnect.c) */
+    ev->kind = ZKL_EV_SESSION;
+    ev->zk_state = ZOO_CONNECTING_STATE;
+    ev->generation = s->generation;
+    zkl_queue_push(&s->queue, ev);
+}
+
 int zkl_session_set_hosts(zkl_session *s, const char *hosts)
 {
+    if (!names_servers(hosts)) {
+        errno = EINVAL;
+        return -1;
+    }
     char *copy = strdup(hosts);
     char *servers = strndup(hosts, strcspn(hosts, "/")); /* the library takes no chroot here */
     if (!copy || !servers) {
@@ -626,6 +665,14 @@ int zkl_session_set_hosts(zkl_session *s, const char *hosts)
     }
     int rc = s->zh ? zoo_set_servers(s->zh, servers) : ZOK;
     free(servers);
+    if (rc != ZOK) {
+        /* The library keeps the list it refused (none of it resolves) and would look it up
+         * again and again; the handle goes on with the one it had. */
+        char *old = strndup(s->hosts, strcspn(s->hosts, "/"));
+        if (old)
+            zoo_set_servers(s->zh, old);
+        free(old);
+    }
     if (rc != ZOK || zkl_reconnect_set_hosts(&s->reconnect, hosts) != 0) {
         free(copy);
         errno = rc != ZOK ? EINVAL : ENOMEM;
@@ -633,6 +680,15 @@ int zkl_session_set_hosts(zkl_session *s, const char *hosts)
     }
     free(s->hosts);
     s->hosts = copy;
+    /* When the server in use is not in the new list, the library closes the connection there
+     * and then, marking the handle not connected without a session event (reconnect.c's
+     * push_connection_down): the connection is down from now, so SUSPENDED now, and LOST a
+     * session timeout later unless a server of the new list takes the session up. */
+    if (s->zh && s->state == ZKL_CONNECTED) {
+        int state = zoo_state(s->zh);
+        if (state != ZOO_CONNECTED_STATE && state != ZOO_READONLY_STATE)
+            queue_connection_down(s);
+    }
     return 0;
 }
 
