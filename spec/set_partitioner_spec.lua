@@ -531,6 +531,38 @@ describe("SetPartitioner", function()
       c:finish()
     end)
 
+    it("returns from its constructor when what followed the join failed in the same pass",
+       function()
+      -- A slow process (valgrind) drains the join's reply, the party's listing, a settle of
+      -- time_boundary 0 and the partition asked for in one pass over the events, before the
+      -- constructor looks at the state: it found FAILURE and raised "could not join the
+      -- party".  Here a handler makes the constructor's wait look only once the partition
+      -- was asked for, whatever the machine's speed.
+      local blocking = require "zklua.handlers.blocking"
+      local armed, asked = false, false
+      local handler = setmetatable({
+        wait = function(done, timeout)
+          return blocking.wait(function() return done() and (asked or not armed) end, timeout)
+        end,
+      }, { __index = blocking })
+      local gated = zklua.client{ hosts = server.hosts, handler = handler, logger = function() end }
+      gated:start()
+      local make = core.set_partitioner
+      core.set_partitioner = function(...) -- the join starts here: the wait from now on is gated
+        armed = true
+        return make(...)
+      end
+      local ok, qp = pcall(gated.SetPartitioner, gated, {
+        path = path, set = items(3), identifier = "slow", time_boundary = 0,
+        partition_func = function() asked = true; error("boom") end })
+      core.set_partitioner = make
+      armed = false
+      assert(ok, tostring(qp))
+      assert.is_true(qp.failed)
+      assert.truthy(tostring(qp.error):find("boom", 1, true), tostring(qp.error))
+      gated:close()
+    end)
+
     it("checks every argument before anything is sent", function()
       local bad = {
         { "path", { path = "/a/../b", set = {} } },

@@ -10,7 +10,7 @@
  *   sp:wanted() -> attempt, {member node name, ...} while a partition is wanted, else nil
  *   sp:assign(attempt, {name, ...}) -> true when taken, false when stale
  *   sp:fail(attempt), sp:release_set(), sp:release_in_background(), sp:set_changed(),
- *   sp:finish(), sp:joining(), sp:busy(), sp:items() -> {name, ...},
+ *   sp:finish(), sp:joining(), sp:joined(), sp:busy(), sp:items() -> {name, ...},
  *   sp:fencing_token(name) -> token | nil,
  *   sp:node(), sp:id(), sp:inflight()
  *
@@ -133,6 +133,7 @@ ZKL_RECIPE_VOID(sp_release_in_background, check_sp, zkl_sp_release_in_background
 ZKL_RECIPE_VOID(sp_set_changed, check_sp, zkl_sp_set_changed)
 ZKL_RECIPE_VOID(sp_finish, check_sp, zkl_sp_finish)
 ZKL_RECIPE_BOOLEAN(sp_joining, check_sp, zkl_sp_joining)
+ZKL_RECIPE_BOOLEAN(sp_joined, check_sp, zkl_sp_joined)
 ZKL_RECIPE_BOOLEAN(sp_busy, check_sp, zkl_sp_busy)
 
 static int sp_items(lua_State *L)
@@ -176,6 +177,7 @@ static const luaL_Reg sp_methods[] = {
     {"set_changed", sp_set_changed},
     {"finish", sp_finish},
     {"joining", sp_joining},
+    {"joined", sp_joined},
     {"busy", sp_busy},
     {"items", sp_items},
     {"fencing_token", sp_fencing_token},

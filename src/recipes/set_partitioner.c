@@ -67,6 +67,7 @@ struct zkl_set_partitioner {
     uint64_t list_op_id, party_watch_id;
     uint64_t settle_timer_id, conflict_timer_id;
     int parked; /* LIST or REWATCH waits for CONNECTED */
+    int joined; /* the first join of the party completed (whatever happened after) */
     int orphaned, listening;
     long inflight; /* routed ops and watches not yet come back (timers are taken back) */
 };
@@ -451,9 +452,10 @@ static void party_progress(void *ctx)
     if (sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_JOIN && sp->party) {
         zkl_party_phase phase = zkl_party_phase_of(sp->party);
         int rc = zkl_party_rc(sp->party);
-        if (phase == ZKL_PARTY_JOINED)
+        if (phase == ZKL_PARTY_JOINED) {
+            sp->joined = 1;
             go(sp, STEP_LIST);
-        else if (phase == ZKL_PARTY_IDLE)
+        } else if (phase == ZKL_PARTY_IDLE)
             fail(sp, zkl_rc_triage(rc) == ZKL_RC_CLOSED ? ZKL_SP_FAILED_CLOSED
                                                           : ZKL_SP_FAILED_ERROR,
                  rc != ZOK ? rc : ZSYSTEMERROR);
@@ -687,6 +689,11 @@ void zkl_sp_finish(zkl_set_partitioner *sp)
 int zkl_sp_joining(const zkl_set_partitioner *sp)
 {
     return sp->state == ZKL_SP_ALLOCATING && sp->step == STEP_JOIN;
+}
+
+int zkl_sp_joined(const zkl_set_partitioner *sp)
+{
+    return sp->joined;
 }
 
 int zkl_sp_busy(zkl_set_partitioner *sp)

@@ -118,6 +118,9 @@ void zkl_sp_set_changed(zkl_set_partitioner *sp);
 void zkl_sp_finish(zkl_set_partitioner *sp);
 /* Whether the first join of the party is still under way (kazoo's constructor waits). */
 int zkl_sp_joining(const zkl_set_partitioner *sp);
+/* Whether that join completed, whatever came after it (a FAILURE included): the owner may
+ * see the join end and, in the same pass over the events, the allocation that followed. */
+int zkl_sp_joined(const zkl_set_partitioner *sp);
 /* Whether releases (or the party's leave) started by release_set or finish are under way. */
 int zkl_sp_busy(zkl_set_partitioner *sp);
 

@@ -530,9 +530,14 @@ function recipes.SetPartitioner(client, ...)
     ud:finish() -- the join goes on in C: leave again once it is done
     base.check_wait(joined, errors.TimeoutError, FNAME, party_path, timeout, "joining the party")
   end
-  if ud:state() == "FAILURE" then
+  -- Only a join that failed raises.  One pass over the events may hold the join's reply and
+  -- what followed it (the listing, a time_boundary of 0, the partition asked for): a FAILURE
+  -- after the join (partition_func raised, a conflict, the session lost) is the object's
+  -- state, as it is once kazoo's constructor has returned: qp.failed, qp.error.
+  if ud:state() == "FAILURE" and not ud:joined() then
     active[self] = nil
-    error(failure_error(self) or errors.KazooException("could not join the party", party_path), 0)
+    error(self.error or failure_error(self) or
+          errors.KazooException("could not join the party", party_path), 0)
   end
   return self
 end
