@@ -212,6 +212,66 @@ describe("the cqueues handler", function()
     assert.is_true(checked)
   end)
 
+  -- Inside a C function that calls Lua (a table.sort comparator, a string.gsub function; under
+  -- Lua 5.4 also a __tostring called by tostring and an __index called by table.concat) Lua
+  -- cannot yield, though the coroutine is the controller's: a wait there
+  -- raised the raw "attempt to yield across a C-call boundary" after its request had gone.
+  it("raises WouldBlockError where Lua cannot yield, before sending", function()
+    run(function(env)
+      local zk = env.started()
+      zk:ensure_path(env.root)
+      local q = zk:Queue(env.root .. "/q")
+      q:put("item")
+      local contexts = {
+        sort = function(fn) table.sort({ 2, 1, 3 }, function(a, b) fn(); return a < b end) end,
+        gsub = function(fn) string.gsub("abc", "b", function() fn(); return "x" end) end,
+      }
+      if not helpers.LUAJIT then -- LuaJIT yields from these, or never calls them
+        contexts.tostring = function(fn)
+          return tostring(setmetatable({}, { __tostring = function() fn(); return "x" end }))
+        end
+        contexts.concat = function(fn)
+          return table.concat(setmetatable({}, { __len = function() return 1 end,
+                                                 __index = function() fn(); return "x" end }))
+        end
+      end
+      local names = {}
+      for name in pairs(contexts) do names[#names + 1] = name end
+      table.sort(names)
+      local count = 0
+      for _, name in ipairs(names) do
+        local path = env.root .. "/" .. name
+        local calls = {
+          create = function() zk:create(path, "x") end,
+          makepath = function() zk:create(path .. "/a/b", "x", { makepath = true }) end,
+          ensure_path = function() zk:ensure_path(path) end,
+          -- a Queue's length asks the server (reconfig once got one as a list)
+          queue_len = function() return q:len() end,
+          -- the get goes out (get_async asked for it); waiting for it cannot be done here
+          future = function() return zk:get_async(env.root):get() end,
+          lock = function() return zk:Lock(path .. "-lock"):acquire() end,
+          sleep = function() env.handler.sleep(0.01) end,
+        }
+        for what, call in pairs(calls) do
+          local ok, err = pcall(contexts[name], call)
+          assert.is_false(ok, name .. "/" .. what)
+          assert.is_true(errors.is(err, errors.WouldBlockError), name .. "/" .. what .. ": " ..
+                         tostring(err))
+          assert.truthy(tostring(err):find("cannot yield here", 1, true), tostring(err))
+          count = count + 1
+        end
+        -- nothing was sent
+        assert.is_nil(zk:exists(path))
+        assert.is_nil(zk:exists(path .. "-lock"))
+      end
+      assert.is_true(count >= 2 * 7)
+      -- and the coroutine goes on as before
+      assert.are.equal(1, q:len())
+      assert.are.equal("", (zk:get_async(env.root):get()))
+      assert.are.same({ "q" }, zk:get_children(env.root))
+    end)
+  end)
+
   it("yields on timeouts: LockTimeout, a future's TimeoutError, sleeps and retries' sleeps", function()
     run(function(env)
       local a = env.started()

@@ -74,7 +74,7 @@ function handlers.yieldable()
 end
 
 local WEAK = { __mode = "v" } -- a waiter does not keep its coroutine alive
-local unpack = table.unpack or unpack
+local unpack = table.unpack or rawget(_G, "unpack") -- LuaJIT: the global
 
 --- How often (s) the poller looks at the waiting coroutines even without an event: another
 -- coroutine may change what a waiter waits for without an event (lock:cancel()).

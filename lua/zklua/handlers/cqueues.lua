@@ -18,8 +18,11 @@
 -- coroutines sleep on cqueues condition variables, with the call's timeout as cqueues'.  The
 -- poller ends once no client is started and nothing waits, so cq:loop() returns.
 --
--- A zklua call that waits must run in a coroutine the controller resumes (cq:wrap); made
--- elsewhere (the main chunk, a plain coroutine.wrap) it raises WouldBlockError.
+-- A zklua call that waits must run in a coroutine the controller resumes (cq:wrap), where Lua
+-- can yield; made elsewhere (the main chunk, a plain coroutine.wrap), or inside a C function
+-- that calls Lua (a table.sort comparator, a string.gsub function, a __tostring called by
+-- tostring: coroutine.isyieldable() is false there), it raises WouldBlockError before
+-- anything is sent.
 -- SUSPENDED and LOST are what they are under the blocking handler: waits go on through a
 -- connection loss (ops in flight fail with ConnectionLoss), fail with SessionExpiredError on
 -- an expiry, and zk:stop() fails every op in flight with ConnectionClosedError, waking the

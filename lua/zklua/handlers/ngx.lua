@@ -31,9 +31,11 @@
 --
 -- Where ngx_lua cannot yield (init_by_lua, init_worker_by_lua, set_by_lua, header_filter,
 -- body_filter, log_by_lua, exit_worker) a call that waits raises WouldBlockError; start the
--- work from there with ngx.timer.at(0, fn).  Never fork with a live session: make the
--- client in init_worker, not init.  When the worker exits the poller ends; close the client in
--- exit_worker_by_lua_block so its ephemeral nodes go at once.
+-- work from there with ngx.timer.at(0, fn).  So does one made inside a C function that calls
+-- Lua (a table.sort comparator, a string.gsub function), where LuaJIT cannot yield.  Never
+-- fork with a live session: make the client in init_worker, not init.  When the worker exits
+-- the poller ends; close the client in exit_worker_by_lua_block so its ephemeral nodes go at
+-- once.
 --
 -- SUSPENDED and LOST are what they are under the blocking handler: waits go on through a
 -- connection loss, ops fail with SessionExpiredError on an expiry (DataWatch, ChildrenWatch and
