@@ -396,18 +396,25 @@ describe("the cqueues handler", function()
       end
       assert.are.same({ "v1:B", "v2:B", "v3:B" }, entries)
 
-      -- a one-shot watch whose callback waits for a later event: polling must go on meanwhile
+      -- a one-shot watch whose callback waits for a later event: polling goes on meanwhile
+      -- (its reads are answered), and the later event's callback runs after it returns, as on
+      -- kazoo's one callback greenlet: callbacks never nest
       local first_waiting, first_done, second_fired = false, false, false
+      local second_during_first
+      local y = env.root .. "/y"
       zk:exists(env.root .. "/x", function()
         first_waiting = true
-        env.handler.wait(function() return second_fired end, 30)
-        first_done = second_fired
+        while not zk:exists(y) do env.handler.sleep(0.01) end
+        second_during_first = second_fired
+        first_done = true
       end)
-      zk:exists(env.root .. "/y", function() second_fired = true end)
+      zk:exists(y, function() second_fired = true end)
       zk:create(env.root .. "/x", "")
       env.eventually(function() return first_waiting end, 20, "the first callback to wait")
-      zk:create(env.root .. "/y", "")
+      zk:create(y, "")
       env.eventually(function() return first_done end, 30, "the first callback to finish")
+      assert.is_false(second_during_first)
+      env.eventually(function() return second_fired end, 30, "the second callback")
     end)
   end)
 
