@@ -91,6 +91,15 @@ describe("nesting", function()
       assert.are.equal(path, zk:create(path, "v", { makepath = true }))
       assert.are.equal("v", (zk:get(path)))
       assert.is_true(zk:ensure_path(path .. "/x/y"))
+      -- a TreeCache sees every level, and a recursive delete takes the whole tree
+      local cache = zk:TreeCache(ROOT .. "/made")
+      cache:start()
+      assert.is_true(blocking.wait(function() return cache:get_data(path .. "/x/y") ~= nil end,
+                                   60))
+      assert.are.equal("v", cache:get_data(path).data)
+      cache:close()
+      zk:delete(ROOT .. "/made", nil, true)
+      assert.is_nil(zk:exists(ROOT .. "/made"))
     end)
   end)
 

@@ -1035,19 +1035,36 @@ local join = paths.join
 
 --- Deletes path's subtree, children first; nodes that vanish meanwhile are fine.
 function Client:_delete_tree(path)
-  local ok, children = pcall(self.get_children, self, path)
-  if not ok then
-    if errors.is(children, errors.NoNodeError) then return end
-    error(children, 0)
-  end
-  for _, child in ipairs(children) do
-    local child_path = join(path, child)
-    -- the server's own /zookeeper is not ours to delete (inside a chroot it is a user node)
-    if child_path ~= "/zookeeper" or self.chroot ~= "" then self:_delete_tree(child_path) end
-  end
-  if path ~= "/" then
-    local deleted, err = pcall(self.delete, self, path)
-    if not deleted and not errors.is(err, errors.NoNodeError) then error(err, 0) end
+  -- depth first, children before their parent, with a stack of the nodes under way (no
+  -- recursion: a tree may be as deep as a path may be long)
+  local stack = { { path = path } }
+  while #stack > 0 do
+    local top = stack[#stack]
+    if not top.children then
+      local ok, children = pcall(self.get_children, self, top.path)
+      if ok then
+        top.children, top.next = children, 1
+      elseif errors.is(children, errors.NoNodeError) then
+        top.children, top.next, top.gone = {}, 1, true
+      else
+        error(children, 0)
+      end
+    end
+    local child = top.children[top.next]
+    if child then
+      top.next = top.next + 1
+      local child_path = join(top.path, child)
+      -- the server's own /zookeeper is not ours to delete (inside a chroot it is a user node)
+      if child_path ~= "/zookeeper" or self.chroot ~= "" then
+        stack[#stack + 1] = { path = child_path }
+      end
+    else
+      stack[#stack] = nil
+      if top.path ~= "/" and not top.gone then
+        local deleted, err = pcall(self.delete, self, top.path)
+        if not deleted and not errors.is(err, errors.NoNodeError) then error(err, 0) end
+      end
+    end
   end
 end
 
