@@ -464,30 +464,41 @@ function testing.ensemble(n, opts)
   return new_cluster(n or 3, opts):start()
 end
 
--- Attaches a second handle to the session and closes it, which makes the server end the
--- session.  Returns false when the takeover could not be completed (see expire_session).
+-- Attaches a second handle to the session: "taken" when it got the session (it then closes
+-- it, which makes the server end the session), "expired" when the server answered that the
+-- session is gone already, nil when neither came within wait seconds.
 local function take_over_and_close(hosts, timeout_s, id, passwd, wait)
   local other = core.session(hosts, math.floor(timeout_s * 1000), false,
                              require("zklua.client")._session_hex(id), passwd)
   assert(other:start())
   local deadline = core.monotonic() + wait
-  local connected = false
-  while not connected and core.monotonic() < deadline do
+  local seen
+  while not seen and core.monotonic() < deadline do
     other:wait(0.05)
     local kind, state = other:next()
-    connected = kind == "state" and state == "CONNECTED"
+    while kind and not seen do
+      if kind == "state" and state == "CONNECTED" then seen = "taken" end
+      if kind == "state" and state == "LOST" then seen = "expired" end
+      kind, state = other:next()
+    end
   end
   other:stop()
   other:close()
-  return connected
+  return seen
 end
 
 --- Makes the server expire zk's session and waits until zk has seen LOST.  Returns the
--- expired session's id.  Another handle takes the session over and closes it; when zk wins
--- the session back before that close reaches the server (it reconnects within
--- milliseconds), the close is lost, so the takeover is repeated until zk sees LOST.
--- hosts (default: the hosts zk connects to) is where the other handle connects: the server's
--- own address when zk goes through a proxy that refuses connections (testing.proxy).
+-- expired session's id.  Another handle takes the session over (the server drops zk's
+-- connection) and closes it.  zk would reconnect at once and, when its reconnection reached
+-- the server before that close was processed (a loaded server), win the session back and
+-- make the close fail: a race lost again and again under load.  So zk's reconnection is
+-- held meanwhile (session:hold_reconnection: its I/O thread waits at the drop), and the
+-- takeovers go on until one hears from the server that the session is gone; then zk
+-- reconnects and hears the same: LOST.  timeout (default 10 s) bounds the takeovers; LOST
+-- then comes from the server's verdict, at the latest a session timeout later (a connection
+-- down that long counts as LOST).  hosts (default: the hosts zk connects to) is where the
+-- other handle connects: the server's own address when zk goes through a proxy that
+-- refuses connections (testing.proxy).
 function testing.expire_session(zk, timeout, hosts)
   timeout = timeout or 10
   hosts = hosts or zk._hosts
@@ -498,14 +509,27 @@ function testing.expire_session(zk, timeout, hosts)
     if state == "LOST" then lost = true; return true end
   end
   zk:add_listener(on_state)
+  local session = zk._session
   local deadline = core.monotonic() + timeout
-  while not lost and core.monotonic() < deadline do
-    take_over_and_close(hosts, zk:session_timeout(), id, passwd, 2)
-    zk.handler.wait(function() return lost end, 0.5) -- a coroutine handler yields here
+  session:hold_reconnection(true)
+  local ok, closed = pcall(function()
+    while core.monotonic() < deadline do
+      if take_over_and_close(hosts, zk:session_timeout(), id, passwd, 2) == "expired" then
+        return true
+      end
+    end
+    return false
+  end)
+  session:hold_reconnection(false)
+  if ok and closed then
+    zk.handler.wait(function() return lost end, -- a coroutine handler yields here
+                    math.max(deadline - core.monotonic(), 0) + zk:session_timeout())
   end
   if not lost then
     zk:remove_listener(on_state)
-    error("expire_session: the client did not see LOST within " .. timeout .. " s", 2)
+    if not ok then error(closed, 0) end
+    error("expire_session: the client did not see LOST within " .. timeout .. " s" ..
+          (closed and " and a session timeout" or ""), 2)
   end
   return id
 end

@@ -157,23 +157,15 @@ function helpers.release_while_down(server, observer, make, node_of)
   zk:close()
 end
 
---- testing.expire_session, retried: a single attempt often fails to expire the session (the
---- client re-attaches to its session before the harness's second handle closes it), so each
---- attempt gets a short timeout.  Then, as kazoo's harness, it waits (at most 30 s) until zk
---- is CONNECTED on its new session: a call made before that raises SessionExpiredError.
+--- testing.expire_session (it expires the session at its first call: the client's
+--- reconnection is held until the session is gone).  Then, as kazoo's harness, it waits (at
+--- most 30 s) until zk is CONNECTED on its new session: a call made before that raises
+--- SessionExpiredError.
 function helpers.expire(zk)
-  local last
-  for _ = 1, 30 do
-    local ok, err = pcall(testing.expire_session, zk, 0.4)
-    if ok then
-      zk.handler.wait(function()
-        return zk.state == "CONNECTED" and zk.client_state ~= "EXPIRED_SESSION"
-      end, 30)
-      return
-    end
-    last = err
-  end
-  error("could not expire the session: " .. tostring(last))
+  testing.expire_session(zk, 30)
+  zk.handler.wait(function()
+    return zk.state == "CONNECTED" and zk.client_state ~= "EXPIRED_SESSION"
+  end, 30)
 end
 
 --- A started client on hosts; when root is given, it is ensured first.

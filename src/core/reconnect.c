@@ -270,10 +270,20 @@ static void end_failed_pass_locked(zkl_reconnect *r, double now)
     push_gave_up(r);
 }
 
+void zkl_reconnect_hold(zkl_reconnect *r, int held)
+{
+    pthread_mutex_lock(&r->mutex);
+    r->held = held;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->mutex);
+}
+
 void zkl_reconnect_attempt_failed(zkl_reconnect *r)
 {
     int failed_attempt = is_failed_attempt(r);
     pthread_mutex_lock(&r->mutex);
+    while (r->held && !r->interrupted)
+        pthread_cond_wait(&r->wake, &r->mutex);
     if (r->interrupted) {
         pthread_mutex_unlock(&r->mutex);
         return; /* closing: the library stops trying */

@@ -64,6 +64,7 @@ typedef struct zkl_reconnect {
     double first_failure;  /* monotonic seconds; 0: none since the last connection */
     int interrupted;       /* the handle is closing: pause no more */
     int gave_up;
+    int held;              /* zkl_reconnect_hold(): the next socket failure waits */
     uint64_t generation;   /* of the handle being paced (for the give-up event) */
     uint64_t random_state; /* for the jitter */
     _Atomic(zhandle_t *) zh; /* that handle, NULL until known */
@@ -92,6 +93,13 @@ void zkl_reconnect_set_handle(zkl_reconnect *r, zhandle_t *zh);
 void zkl_reconnect_connected(zkl_reconnect *r);
 /* Owner thread, before zookeeper_close(): ends any pause, and no other starts. */
 void zkl_reconnect_interrupt(zkl_reconnect *r);
+
+/* Any thread (the test harness): while held, the library's I/O thread stops at its next
+ * socket failure (the drop of its connection, or a failed attempt) before it reconnects, until
+ * released or the handle closes.  With the connection dropped, nothing reaches the server on
+ * this session meanwhile: testing.expire_session holds a client while another handle takes
+ * its session over and closes it, so that the client cannot win the session back first. */
+void zkl_reconnect_hold(zkl_reconnect *r, int held);
 
 /* The library's I/O thread: it reported a socket failure (a failed connection attempt, a
  * dropped connection, or a session the server ended); may pause the calling thread. */

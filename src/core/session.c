@@ -746,6 +746,11 @@ void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy
     zkl_reconnect_set_policy(&s->reconnect, policy);
 }
 
+void zkl_session_hold_reconnection(zkl_session *s, int held)
+{
+    zkl_reconnect_hold(&s->reconnect, held);
+}
+
 int zkl_session_gave_up_connecting(const zkl_session *s)
 {
     return s->gave_up;

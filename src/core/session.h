@@ -38,6 +38,8 @@ zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when o
 /* kazoo's connection_retry (reconnect.h); the default is zkl_reconnect_default_policy() of the
  * session timeout.  Takes effect from the next connection attempt. */
 void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy *policy);
+/* The test harness's hold on reconnection (zkl_reconnect_hold): 1 holds, 0 releases. */
+void zkl_session_hold_reconnection(zkl_session *s, int held);
 /* 1 when the connection retry policy gave up and stopped the session (until the next start). */
 int zkl_session_gave_up_connecting(const zkl_session *s);
 /* Connection attempts that failed since the session was made (not drops of live ones). */

@@ -168,6 +168,15 @@ static int session_gave_up_connecting(lua_State *L)
     return 1;
 }
 
+/* session:hold_reconnection(flag): the test harness's hold (reconnect.h) */
+static int session_hold_reconnection(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    luaL_checktype(L, 2, LUA_TBOOLEAN);
+    zkl_session_hold_reconnection(s, lua_toboolean(L, 2));
+    return 0;
+}
+
 static int session_failed_connection_attempts(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)zkl_session_failed_connection_attempts(check_session(L)));
@@ -730,6 +739,7 @@ static const luaL_Reg session_methods[] = {
     {"set_connection_retry", session_set_connection_retry},
     {"gave_up_connecting", session_gave_up_connecting},
     {"failed_connection_attempts", session_failed_connection_attempts},
+    {"hold_reconnection", session_hold_reconnection},
     {"close", session_close},
     {"fileno", session_fileno},
     {"wait", session_wait},
