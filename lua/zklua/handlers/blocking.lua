@@ -15,7 +15,7 @@
 -- them from its connection thread): run_listener is a lane of its own, so a listener that
 -- waits defers the next state change's listeners, not the callbacks, and the depth stays two.
 local core = require "zklua.core"
-local unpack = table.unpack or unpack
+local unpack = require("zklua.compat").unpack
 
 -- timeout_exception: the error a wait that timed out raises (kazoo's handler attribute)
 local blocking = { name = "blocking", timeout_exception = require("zklua.errors").TimeoutError }
