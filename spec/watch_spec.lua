@@ -25,6 +25,16 @@ describe("watches", function()
     zk:exists_async(ROOT):rawlink(function() during() end)
   end
 
+  -- Inside while_next_read_waits: once zk's read sent after the exists is answered (a later
+  -- request of zk's is answered after it: one connection answers in order), change() runs;
+  -- then zk reads path, and the server sends zk the watch event before that reply, so the
+  -- event is queued (its newer read runs once this callback returns) with no timing guess.
+  local function answered_then(change, path)
+    zk:exists(ROOT)
+    change()
+    zk:exists(path)
+  end
+
   setup(function() server = testing.server() end)
   teardown(function() server:stop() end)
 
@@ -407,8 +417,7 @@ describe("watches", function()
       -- read set fires, and a newer read reports "v1" (it runs once this callback returns:
       -- callbacks never nest): the older v0 must not follow it
       while_next_read_waits(function()
-        testing.sleep(0.2) -- the first read is answered: it set its watch before the change
-        other:set(path, "v1")
+        answered_then(function() other:set(path, "v1") end, path)
       end)
       zk:DataWatch(path, function(data) values[#values + 1] = data end)
       settle()
@@ -449,8 +458,7 @@ describe("watches", function()
       zk:create(path .. "/a", "", { makepath = true })
       local calls = {}
       while_next_read_waits(function()
-        testing.sleep(0.2)
-        other:create(path .. "/b", "") -- the newer read runs once this callback returns
+        answered_then(function() other:create(path .. "/b", "") end, path)
       end)
       zk:ChildrenWatch(path, function(children) calls[#calls + 1] = sorted(children) end)
       settle()
