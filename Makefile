@@ -37,7 +37,7 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
-        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity
+        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity fuzz-long
 
 all: build/zklua/core.so zklua
 
@@ -190,6 +190,15 @@ docs: deps
 CHAOS_SECONDS ?= 60
 chaos: deps all
 	./zklua scripts/chaos.lua $(CHAOS_SECONDS) 6 60
+
+# The fuzz (spec/fixtures/fuzz.lua; make test runs a few seeds) for FUZZ_CALLS calls on a
+# throwaway server, in runs of 2500 alternating Lua 5.4 and LuaJIT (FUZZ_LUA=lua5.4 or luajit
+# for one): prints the counts of zklua errors, raw errors, wrong outcomes, hangs (every call
+# has a watchdog) and crashes; fails on any of the last four.
+FUZZ_CALLS ?= 50000
+FUZZ_LUA ?= both
+fuzz-long: deps all luajit
+	./zklua --sandbox spec/fixtures/fuzz_long.lua $(FUZZ_CALLS) $(FUZZ_LUA)
 
 # One million ops and watch events through one client: its RSS must stay flat.
 soak: deps all
