@@ -453,7 +453,7 @@ describe("SetPartitioner", function()
       client:start()
       local seen, at_suspended = {}, nil
       local qp = member(client, items(3), { identifier = "s", state_change_event = function(s)
-        seen[#seen + 1] = s .. "/" .. client.state
+        seen[#seen + 1] = s -- (it runs later, from the event loop: the client may be back)
       end })
       client:add_listener(function(state)
         if state == "SUSPENDED" and at_suspended == nil then at_suspended = qp.state end
@@ -463,7 +463,7 @@ describe("SetPartitioner", function()
       -- (state_change_event runs from the event loop once the change is queued: waited for)
       testing.wait_for(function() return at_suspended ~= nil and #seen >= 2 end, 30, "SUSPENDED")
       assert.are.equal("RELEASE", at_suspended) -- already when SUSPENDED was reported
-      assert.are.same({ "ACQUIRED/CONNECTED", "RELEASE/SUSPENDED" }, seen)
+      assert.are.same({ "ACQUIRED", "RELEASE" }, seen)
       assert.are.same(items(3), qp:list()) -- owned until released, as kazoo's list(qp)
       after(p)
       testing.wait_for(function() return client.state == "CONNECTED" or qp.failed end, 30,

@@ -125,7 +125,10 @@ function Node:_config()
   local c = self.cluster
   local lines = {
     "tickTime=" .. c.tick_time,
-    "initLimit=10",
+    -- a restarted follower has 10 s to sync (initLimit 10 ticks, 2 s, was too short on a
+    -- loaded machine: it failed to rejoin again and again); syncLimit stays 1 s: the
+    -- partition specs rely on a follower without a leader dropping its clients that soon
+    "initLimit=" .. math.ceil(10000 / c.tick_time),
     "syncLimit=5",
     "minSessionTimeout=" .. 2 * c.tick_time,
     "maxSessionTimeout=60000",
