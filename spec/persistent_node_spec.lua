@@ -98,6 +98,78 @@ describe("PersistentNode", function()
     node:stop()
   end)
 
+  -- The registrar's outage (issue 21): its connection is down past its session timeout, so it
+  -- counts the session LOST and opens a new one, while the server still holds the old one (here
+  -- held alive by a second client that resumed it, so it cannot expire during the test).  The
+  -- node the old session owns is replaced by the new session's at once, in every mode.
+  local function old_session_outlives_the_client(opts)
+    local proxy = testing.proxy(server:node(1))
+    local client = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+    local states = {}
+    client:add_listener(function(state) states[#states + 1] = state end)
+    client:start()
+    local node = client:PersistentNode(path, "v1", opts)
+    local lost = 0
+    node:on_lost(function() lost = lost + 1 end)
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    local actual = node.actual_path or path
+    local old_id, old_password = client:client_id()
+    proxy:refuse(true)
+    proxy:drop()
+    -- the old session, alive at the server for as long as this client keeps it
+    local holder = zklua.client{ hosts = server.hosts, timeout = 4,
+                                 client_id = { old_id, old_password } }
+    holder:start()
+    assert.equals(old_id, (holder:client_id()))
+    wait(function() return states[#states] == "LOST" end, "the client to count its session LOST")
+    proxy:resume()
+    wait(function()
+      local stat = other:exists(actual)
+      return stat ~= nil and stat.ephemeralOwner == client:client_id()
+    end, "the new session's node")
+    -- replaced while the old session still lives (without the fix it stays the old one's)
+    assert.equals("CONNECTED", holder.state)
+    assert.equals(old_id, (holder:client_id()))
+    assert.are_not.equal(old_id, (client:client_id()))
+    assert.equals("v1", other:get(actual))
+    assert.equals(actual, node.actual_path or path) -- the same name, sequential too
+    assert.equals(1, lost)
+    assert.equals(2, node.creations)
+    -- and it is kept: the old session's end does not take it
+    holder:close()
+    node:set_data("v2")
+    wait(function() return other:get(actual) == "v2" end, "set_data after the old session ended")
+    assert.equals(client:client_id(), other:exists(actual).ephemeralOwner)
+    node:stop()
+    assert.is_nil(other:exists(actual))
+    client:close()
+    proxy:stop()
+  end
+
+  for _, mode in ipairs({
+    { "ephemeral", {} },
+    { "ephemeral, protected", { protection = true } },
+    { "ephemeral sequential", { sequential = true } },
+    { "ephemeral sequential, protected", { sequential = true, protection = true } },
+  }) do
+    it("after LOST, replaces at once the node its old session still owns (" .. mode[1] .. ")",
+       function() old_session_outlives_the_client(mode[2]) end)
+  end
+
+  it("does not delete a live foreign session's node: takes it over, as before", function()
+    other:create(path, "theirs", { ephemeral = true, makepath = true })
+    local owner = other:client_id()
+    local node = zk:PersistentNode(path, "mine")
+    node:start()
+    assert.is_true(node:wait_for_initial_create(30))
+    local data, stat = other:get(path)
+    assert.equals("mine", data)
+    assert.equals(owner, stat.ephemeralOwner) -- still the other session's node
+    assert.equals(0, node.creations)
+    node:stop()
+  end)
+
   it("a dropped connection loses nothing; the node is still watched afterwards", function()
     local proxy = testing.proxy(server:node(1))
     local client = zklua.client{ hosts = proxy.hosts, timeout = 8 }

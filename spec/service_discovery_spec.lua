@@ -200,6 +200,55 @@ describe("ServiceDiscovery", function()
     owner:close()
   end)
 
+  -- Issue 21: the registrar's connection is down past its session timeout (it counts the
+  -- session LOST and opens a new one) while the server still holds the old session (a second
+  -- client resumed it, so it lives through the test).  As Curator 5.4's ServiceDiscovery, the
+  -- registration replaces the old session's znode at once (deleted, with its version, and
+  -- created again: a cache sees it go and come back, as with Curator; the nginx balancer
+  -- bridges that, spec/nginx_balancer_spec.lua).
+  it("after LOST, replaces at once the instance its old session still owns", function()
+    for _, service_type in ipairs({ "DYNAMIC", "DYNAMIC_SEQUENTIAL" }) do
+      local proxy = testing.proxy(server:node(1))
+      local owner = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+      local states = {}
+      owner:add_listener(function(state) states[#states + 1] = state end)
+      owner:start()
+      local base = "/sd9" .. service_type:lower()
+      local sd = owner:ServiceDiscovery(base)
+      local cache = other:ServiceDiscovery(base):ServiceCache("api")
+      sd:register{ name = "api", id = "r", address = "10.4.4.4", port = 80,
+                   service_type = service_type }
+      cache:start()
+      eventually(function() return #cache:get_instances() == 1 end, LONG, "the cache to load")
+      local child = other:get_children(base .. "/api")[1]
+      local old_id, old_password = owner:client_id()
+      proxy:refuse(true)
+      proxy:drop()
+      local holder = zklua.client{ hosts = server.hosts, timeout = 4,
+                                   client_id = { old_id, old_password } }
+      holder:start()
+      testing.wait_for(function() return states[#states] == "LOST" end, LONG,
+                       "the registrar to count its session LOST")
+      proxy:resume()
+      eventually(function()
+        local stat = other:exists(base .. "/api/" .. child)
+        return stat ~= nil and stat.ephemeralOwner == owner:client_id()
+      end, LONG, "the instance on the new session, under the same name")
+      assert.are.equal(old_id, (holder:client_id())) -- the old session still lives
+      assert.are.same({ child }, other:get_children(base .. "/api"))
+      holder:close() -- the old session ends: the instance stays
+      eventually(function()
+        local list = cache:get_instances()
+        return #list == 1 and list[1].id == "r"
+      end, LONG, "the cache to hold the instance after the old session ended")
+      assert.are.equal(owner:client_id(), other:exists(base .. "/api/" .. child).ephemeralOwner)
+      cache:close()
+      sd:close()
+      owner:close()
+      proxy:stop()
+    end
+  end)
+
   it("registers DYNAMIC_SEQUENTIAL as Curator: <id><sequence>, ephemeral; update, expiry " ..
      "and unregister act on that node", function()
     local owner = helpers.client(server.hosts)

@@ -166,11 +166,24 @@ static void drop_all_routed_watches(zkl_session *s)
 }
 
 /* Closes the handle (joining its threads) and fails whatever it left in flight with rc. */
+/* Remembers the closing handle's session id (zkl_session_had_id). */
+static void remember_id(zkl_session *s)
+{
+    const clientid_t *cid = zoo_client_id(s->zh);
+    if (!cid || cid->client_id == 0 || zkl_session_had_id(s, cid->client_id))
+        return;
+    s->past_ids[s->past_next] = cid->client_id;
+    s->past_next = (s->past_next + 1) % ZKL_PAST_SESSION_IDS;
+    if (s->past_count < ZKL_PAST_SESSION_IDS)
+        s->past_count++;
+}
+
 static void close_handle(zkl_session *s, int rc)
 {
     zkl_ops_drop_unsent(s);
     atomic_store(&s->closing_rc, rc);
     if (s->zh) {
+        remember_id(s);
         zkl_reconnect_interrupt(&s->reconnect); /* close joins the I/O thread: no pause left */
         zookeeper_close(s->zh);
         s->zh = NULL;
@@ -611,6 +624,14 @@ int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16])
         return -1;
     *id = cid->client_id;
     memcpy(passwd, cid->passwd, 16);
+    return 0;
+}
+
+int zkl_session_had_id(const zkl_session *s, int64_t id)
+{
+    for (int i = 0; id != 0 && i < s->past_count; i++)
+        if (s->past_ids[i] == id)
+            return 1;
     return 0;
 }
 

@@ -71,6 +71,12 @@ zkl_state zkl_session_state(const zkl_session *s);
 zkl_client_state zkl_session_client_state(const zkl_session *s);
 int zkl_session_is_stopped(const zkl_session *s);
 int zkl_session_client_id(const zkl_session *s, int64_t *id, char passwd[16]); /* -1 if none */
+/* 1 when id (non-zero) is the session id of one of this session's earlier handles (one that
+ * expired, counted as LOST, or was stopped), among its last ZKL_PAST_SESSION_IDS: an ephemeral
+ * node it still owns was made by this client, and goes when the server expires that session.
+ * The current handle's id is not an earlier one. */
+enum { ZKL_PAST_SESSION_IDS = 16 };
+int zkl_session_had_id(const zkl_session *s, int64_t id);
 int zkl_session_negotiated_timeout(const zkl_session *s); /* ms, 0 before connecting */
 /* kazoo's set_hosts: the library (zoo_set_servers) may move the live connection to a server
  * of the new list (its rebalancing), and makes the next connection within it; every later

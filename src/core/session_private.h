@@ -66,6 +66,11 @@ struct zkl_session {
     zkl_auth *auths;
     int auth_count;
 
+    /* The ids of this session's earlier handles (zkl_session_had_id), newest at past_next - 1:
+     * a ring of ZKL_PAST_SESSION_IDS, filled as handles close. */
+    int64_t past_ids[ZKL_PAST_SESSION_IDS];
+    int past_count, past_next;
+
     char *read_buffer;        /* direct reads' buffer (ops_now.c), made on first use */
     /* ops not handed to the library yet, oldest first: corked reads, or anything made while
      * the session is not connected (ops.c) */

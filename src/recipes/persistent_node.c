@@ -1,7 +1,9 @@
 /*
  * persistent_node.c — see persistent_node.h.  Steps: CREATE (NONODE: ENSURE the parent path,
- * then CREATE again; NODEEXISTS: SET), SET (write the current data), WATCH (exists with a
- * watch), WAIT (the watch is set: wait for it), DELETE (after stop); for a sequential node
+ * then CREATE again; NODEEXISTS: EXISTING, which reads the node's owner: one of this client's
+ * earlier sessions -> REPLACE (delete it, with its version), then CREATE; else SET), SET
+ * (write the current data), WATCH (exists with a watch), WAIT (the watch is set: wait for
+ * it), DELETE (after stop); for a sequential node
  * whose first create's reply was lost: FIND (list the parent's children) and, without
  * protection, OWNER (read each candidate's ephemeralOwner).  Only the result of the op the
  * node waits for (op_id) and its watch (watch_id) count; the rest is stale.
@@ -26,7 +28,9 @@ typedef enum {
     STEP_WAIT,
     STEP_DELETE,
     STEP_FIND,
-    STEP_OWNER
+    STEP_OWNER,
+    STEP_EXISTING,
+    STEP_REPLACE
 } pnode_step;
 
 struct zkl_pnode {
@@ -40,6 +44,7 @@ struct zkl_pnode {
     char **candidates; /* FIND without protection: children whose owner OWNER reads */
     int candidate_count, candidate_at;
     int64_t owner;     /* the session id a FIND looks for as ephemeralOwner */
+    int stale_version; /* REPLACE: the version of the node an earlier session left */
     char *data;
     int data_len;
     int flags;
@@ -147,6 +152,10 @@ static uint64_t submit(zkl_pnode *n)
         return id;
     case STEP_DELETE:
         return counted(n, zkl_op_delete(n->s, node_path(n), -1, &n->route), 0);
+    case STEP_EXISTING:
+        return counted(n, zkl_op_exists(n->s, node_path(n), 0, &n->route), 0);
+    case STEP_REPLACE:
+        return counted(n, zkl_op_delete(n->s, node_path(n), n->stale_version, &n->route), 0);
     case STEP_FIND: {
         char passwd[16];
         drop_candidates(n);
@@ -289,6 +298,26 @@ static void owner_read(zkl_pnode *n, const zkl_event *ev)
     }
 }
 
+/* EXISTING: the node a create found there.  Owned by one of this client's earlier sessions
+ * (an ephemeral node that goes when the server expires that session, which may be a session
+ * timeout from now): replaced at once, as Curator's ServiceDiscovery does, so it never goes
+ * missing.  Anyone else's (a persistent node, this session's own from a create whose reply was
+ * lost, a live foreign session's): taken over, its data written.  Gone meanwhile: created. */
+static void existing(zkl_pnode *n, const zkl_event *ev)
+{
+    if (ev->rc == ZNONODE && ++n->ensure_rounds <= ZKL_RETRY_LIMIT) {
+        go(n, STEP_CREATE);
+    } else if (ev->rc != ZOK || !ev->has_stat) {
+        settle(n, ZKL_PNODE_FAILED, ev->rc != ZOK ? ev->rc : ZSYSTEMERROR);
+    } else if (ev->stat.ephemeralOwner != 0 && n->s &&
+               zkl_session_had_id(n->s, ev->stat.ephemeralOwner)) {
+        n->stale_version = ev->stat.version;
+        go(n, STEP_REPLACE);
+    } else {
+        go(n, STEP_SET);
+    }
+}
+
 static void answered(zkl_pnode *n, const zkl_event *ev)
 {
     int rc = ev->rc;
@@ -311,7 +340,7 @@ static void answered(zkl_pnode *n, const zkl_event *ev)
             kept(n);
         } else if (rc == ZNODEEXISTS && !unnamed(n)) {
             if (named(n, NULL) == 0)
-                go(n, STEP_SET);
+                go(n, STEP_EXISTING); /* whose is it? */
         } else if (rc == ZNODEEXISTS && ++n->ensure_rounds <= ZKL_RETRY_LIMIT) {
             go(n, STEP_CREATE); /* a sequence number someone else's name took: the next one */
         } else if (rc == ZNONODE && strcmp(n->parent, "/") != 0 &&
@@ -320,6 +349,17 @@ static void answered(zkl_pnode *n, const zkl_event *ev)
         } else {
             settle(n, ZKL_PNODE_FAILED, rc);
         }
+        break;
+    case STEP_EXISTING:
+        existing(n, ev);
+        break;
+    case STEP_REPLACE:
+        if (rc == ZOK || rc == ZNONODE)
+            go(n, STEP_CREATE); /* gone: made again, on this session */
+        else if (rc == ZBADVERSION && ++n->ensure_rounds <= ZKL_RETRY_LIMIT)
+            go(n, STEP_EXISTING); /* changed meanwhile: look again */
+        else
+            settle(n, ZKL_PNODE_FAILED, rc);
         break;
     case STEP_SET:
         if (rc == ZOK) {

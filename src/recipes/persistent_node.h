@@ -21,9 +21,14 @@
  * protection cannot be found: as Curator, a lost reply may leave a second node.
  *
  * While running (zkl_pnode_start until zkl_pnode_stop):
- * - The node is created.  One that exists already (NODEEXISTS: our create whose reply was
- *   lost, a node left from before, or another client's) gets the current data written over it
- *   (Curator's setData) and is kept from then on.  Then an exists watch follows it: deleted
+ * - The node is created.  One that exists already (NODEEXISTS) is looked at: an ephemeral
+ *   node owned by one of this client's earlier sessions (zkl_session_had_id: left by a session
+ *   that expired or counted as LOST, which the server may not have expired yet) is deleted,
+ *   with the version read, and created again at once on this session (as Curator 5.4's
+ *   ServiceDiscovery re-registers), so it does not vanish when the server expires that old
+ *   session.  Any other (our create whose reply was lost, a persistent node left from before,
+ *   another live session's ephemeral node) gets the current data written over it (Curator's
+ *   setData) and is kept from then on; it is never deleted.  Then an exists watch follows it: deleted
  *   (by anyone, or a TTL node the server expired) -> created again with the current data;
  *   changed by someone else -> watched again (the data is not rewritten, as Curator).
  * - zkl_pnode_set_data: the data to keep from now on; written at once when the node is there,
