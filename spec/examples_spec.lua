@@ -55,6 +55,24 @@ describe("examples", function()
     assert.matches("\ndone\n", out)
   end)
 
+  it("registrar.lua keeps an instance registered until SIGTERM", function()
+    local helpers = require "support.helpers"
+    local kids = helpers.kids()
+    local observer = helpers.client(server.hosts)
+    local kid = kids:spawn({ "env", "ZKLUA_HOSTS=" .. server.hosts, "./zklua",
+                             "examples/registrar.lua", "api", "10.0.0.7", "8080", "r1" })
+    kid:wait_line("^registered api r1 at 10%.0%.0%.7:8080$", 30)
+    local instance = observer:ServiceDiscovery("/services"):query_for_instance("api", "r1")
+    assert.are.equal("10.0.0.7", instance.address)
+    assert.are.equal(8080, instance.port)
+    assert.is_not_nil(observer:exists("/services/api/r1").owner_session_id) -- ephemeral
+    kid:signal("TERM")
+    assert.is_true(kid:wait_exit(30))
+    assert.is_nil(observer:exists("/services/api/r1")) -- gone at once: the session was closed
+    observer:close()
+    kids:cleanup()
+  end)
+
   it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
     local ok, out = run_example("cqueues.lua", server.hosts)
     assert.is_true(ok, out)

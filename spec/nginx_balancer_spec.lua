@@ -12,6 +12,12 @@
 -- 3. key affinity: with a key strategy every worker sends one key to one backend;
 -- 4. ZooKeeper restarted (one backend registered by zklua, one by Curator): requests go on
 --    meanwhile and no instance is lost.
+-- 5. ZooKeeper down longer than every registrar's session (one registrar, then three), under
+--    wrk (issue 21): the registrars come back on new sessions and replace their old sessions'
+--    znodes at once; the old sessions expire; wrk counts no failed request;
+-- 6. no instance known: 502, as README says; the last instances kept (keep_last, marked
+--    stale in status()) when the list goes empty, and not with keep_last = 0;
+-- 7. status() marks a peer that failed "down".
 -- After each: no [error] or worse in error.log but nginx's reports of failed tries on the backend
 -- stopped on purpose, and no core file.
 local testing = require "zklua.testing"
@@ -23,6 +29,11 @@ local core = require "zklua.core"
 
 local LONG = 60 -- s: upper bounds only
 local REGISTRAR_TIMEOUT = "2" -- s: a killed registering process's instance goes this fast
+-- s: the registrars' sessions in the outage (the issue's): longer than the server takes to
+-- serve again after its start (it counts the old sessions' timeouts from its start), so the
+-- registrars are back on new sessions while the server still holds the old ones, as in the
+-- issue (with one registrar and 5 s sessions, before the fix: 332 of 141121 requests failed)
+local OUTAGE_REGISTRAR_TIMEOUT = "10"
 local BASE = "/services"
 
 local root = support.cwd()
@@ -59,10 +70,10 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     return b
   end
 
-  local function register(b, id)
+  local function register(b, id, session_timeout)
     local kid = kids:spawn(helpers.lua_argv("spec/fixtures/service_register.lua", server.hosts,
                                             BASE, "api", id or b.name, tostring(b.port),
-                                            REGISTRAR_TIMEOUT))
+                                            session_timeout or REGISTRAR_TIMEOUT))
     assert(kid:wait_line("^registered", LONG), "registering " .. b.name .. ": " .. kid:stderr())
     return kid
   end
@@ -74,9 +85,9 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     front:every_worker("/upstreams", function(status, body)
       if status ~= 200 then return false end
       local view = json.decode(body)
-      if not (view and view.state == "CONNECTED") then return false end
+      if not (view and view.state == "CONNECTED" and view.services.api) then return false end
       local got = {}
-      for i, entry in ipairs(view.services.api or {}) do got[i] = entry:match("^(%S+)") end
+      for i, entry in ipairs(view.services.api) do got[i] = entry:match("^(%S+)") end
       table.sort(got)
       return table.concat(got, ",") == want
     end, what, LONG)
@@ -93,6 +104,34 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     end, LONG, what)
   end
 
+  -- wrk on front until stop_wrk(): its report, after asserting it made requests and none
+  -- failed (no non-2xx answer, no socket error).
+  local function start_wrk(front)
+    local wrk = kids:spawn({ "wrk", "-t2", "-c16", "-d300s", "--timeout", "30s",
+                             "http://127.0.0.1:" .. front.port .. "/" })
+    wrk.program = wrk:program_pid(10)
+    assert(wrk.program, "wrk did not start: " .. wrk:stderr())
+    return wrk
+  end
+
+  local function stop_wrk(wrk)
+    assert.is_false(wrk:exited(), "wrk was still running through the faults")
+    os.execute("kill -INT " .. wrk.program)
+    assert.is_true(wrk:wait_exit(LONG), "wrk did not stop")
+    local report = wrk:stdout()
+    local requests = tonumber(report:match("(%d+) requests in"))
+    assert(requests and requests > 0, "wrk made no request:\n" .. report .. wrk:stderr())
+    assert.is_nil(report:match("Non%-2xx or 3xx responses"), report)
+    assert.is_nil(report:match("Socket errors"), report)
+    return report, requests
+  end
+
+  -- The status() of the worker that answered a new connection, decoded.
+  local function some_status(front)
+    local status, body = support.request(front.port, "/upstreams")
+    return status == 200 and json.decode(body) or nil
+  end
+
   local function front_nginx(extra_lines)
     local text = readme_conf()
     if extra_lines then text = extra_lines(text) end
@@ -100,12 +139,15 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
   end
 
   -- error.log lines at [error] or worse, but nginx's reports of the backend stopped on
-  -- purpose (a refused connect, a kept-alive connection it closed), each retried elsewhere.
-  local function assert_clean(front, what, stopped)
+  -- purpose (a refused connect, a kept-alive connection it closed), each retried elsewhere,
+  -- and (no_instance) the two lines of a request answered 502 for want of an instance.
+  local function assert_clean(front, what, stopped, no_instance)
     local bad = {}
     local expected = stopped and ('upstream: "http://127.0.0.1:' .. stopped.port .. '/"')
     for _, line in ipairs(front:errors()) do
-      if not (expected and line:find(expected, 1, true)) then bad[#bad + 1] = line end
+      local known = no_instance and (line:find("no instance of service api is known", 1, true)
+                                     or line:find(" no live upstreams while connecting", 1, true))
+      if not (known or expected and line:find(expected, 1, true)) then bad[#bad + 1] = line end
     end
     assert(#bad == 0, what .. ": error.log has:\n" .. table.concat(bad, "\n"))
   end
@@ -156,6 +198,16 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     -- a backend down while still registered: the balancer retries on the next peer
     assert.is_true(b1:stop())
     reaches(front, { "b2", "b3" }, "b2 and b3 to answer while b1 is down")
+    -- status() marks it down in the workers that tried it (for down_timeout)
+    local b1_down = "b1 127.0.0.1:" .. b1.port .. " down"
+    helpers.eventually(function()
+      local view = some_status(front)
+      for _, entry in ipairs(view and view.services.api or {}) do
+        if entry == b1_down then return true end
+      end
+      support.request(front.port, "/") -- and another try of b1, maybe
+      return false
+    end, LONG, "a worker's status() to show b1 down")
     -- a registering process killed -9: its instance leaves when its session expires
     os.execute("kill -KILL " .. reg2:program_pid(0))
     local killed = core.monotonic()
@@ -230,5 +282,131 @@ describe("zklua.ngx.balancer (ngx_lua, LuaJIT)", function()
     end, LONG, "both instances registered after the restart")
     reaches(front, { "r1", "r2" }, "requests to reach both after the restart")
     assert_clean(front, "ZooKeeper restart")
+  end)
+  -- ZooKeeper down past every registrar's session, under wrk; names: the backends (one a
+  -- registrar).  Returns the figures it printed.
+  local function outage_past_every_session(names)
+    local backends, registrars, old_owner = {}, {}, {}
+    for i, name in ipairs(names) do
+      backends[i] = backend(name)
+      registrars[i] = register(backends[i], nil, OUTAGE_REGISTRAR_TIMEOUT)
+      old_owner[name] = observer:exists(BASE .. "/api/" .. name).ephemeralOwner
+    end
+    local function old_sessions_alive()
+      local ok, dump = pcall(observer.command, observer, "dump")
+      if not ok then return nil end
+      local alive = {}
+      for _, name in ipairs(names) do
+        alive[name] = dump:find(string.format("0x%x", old_owner[name]), 1, true) ~= nil
+      end
+      return alive
+    end
+    local front = front_nginx()
+    every_worker_sees(front, names, "every worker to see the backends")
+    reaches(front, names, "requests to reach every backend")
+    local wrk = start_wrk(front)
+    local down = core.monotonic()
+    server:node(1):stop() -- by its PID
+    for _, kid in ipairs(registrars) do -- each counts its session lost (a whole timeout down)
+      kid:wait_line("^state LOST 1$", LONG)
+    end
+    local outage = core.monotonic() - down
+    server:node(1):start()
+    local up = core.monotonic()
+    -- each registrar on a new session: its instance replaced, while the server still held the
+    -- old session (reported: a server slower to start than the session lets it expire first)
+    local replaced, before_expiry, count = {}, 0, 0
+    helpers.eventually(function()
+      for _, name in ipairs(names) do
+        local ok, stat = pcall(observer.exists, observer, BASE .. "/api/" .. name)
+        if ok and stat and stat.ephemeralOwner ~= old_owner[name] and not replaced[name] then
+          replaced[name] = string.format("%.2f", core.monotonic() - up)
+          local alive = old_sessions_alive()
+          if alive and alive[name] then before_expiry = before_expiry + 1 end
+          count = count + 1
+        end
+      end
+      return count == #names
+    end, LONG, "every registrar's instance on its new session")
+    -- the server expires the old sessions (in the issue, all in one tick)
+    helpers.eventually(function()
+      local alive = old_sessions_alive()
+      if not alive then return false end
+      for _, name in ipairs(names) do if alive[name] then return false end end
+      return true
+    end, LONG, "the server to expire the registrars' old sessions")
+    local expired = core.monotonic() - up
+    every_worker_sees(front, names, "every worker to see the backends afterwards")
+    reaches(front, names, "requests to reach every backend afterwards")
+    local _, requests = stop_wrk(wrk)
+    local times = {}
+    for i, name in ipairs(names) do times[i] = replaced[name] end
+    io.stdout:write(string.format("\nbalancer: ZooKeeper down %.2f s (%d registrars, sessions " ..
+      "%s s): instances replaced %s s after it served again (%d of %d while the old session " ..
+      "lived), old sessions gone by %.2f s; %d requests, 0 failed\n", outage, #names,
+      OUTAGE_REGISTRAR_TIMEOUT, table.concat(times, ", "), before_expiry, #names, expired,
+      requests))
+    assert_clean(front, "an outage longer than the registrars' sessions")
+  end
+
+  it("loses no request when ZooKeeper is down longer than the only registrar's session",
+     function() outage_past_every_session({ "p1" }) end)
+
+  it("loses no request when ZooKeeper is down longer than every registrar's session",
+     function() outage_past_every_session({ "o1", "o2", "o3" }) end)
+
+  it("answers 502 with no instance; keeps the last ones for keep_last, marked stale", function()
+    -- keep_last long enough for the test to look (0 below turns it off)
+    local front = front_nginx(function(text)
+      local n
+      text, n = text:gsub('services = { "api" },', 'services = { "api" }, keep_last = 3600,')
+      assert(n == 1)
+      return text
+    end)
+    every_worker_sees(front, {}, "every worker connected, with no instance")
+    local status = support.request(front.port, "/")
+    assert.are.equal(502, status) -- README: "No instance known: 502"
+    local b = backend("s1")
+    local reg = register(b)
+    every_worker_sees(front, { "s1" }, "every worker to see s1")
+    -- the only registration ends (its process stopped cleanly: the znode goes at once)
+    reg:signal("TERM")
+    assert.is_true(reg:wait_exit(LONG))
+    helpers.eventually(function() return observer:exists(BASE .. "/api/s1") == nil end, LONG,
+                       "s1's znode to go")
+    front:every_worker("/upstreams", function(code, body)
+      local view = code == 200 and json.decode(body)
+      return view and view.stale.api ~= nil and #view.services.api == 1 and
+             view.services.api[1]:match("^s1 ") ~= nil
+    end, "every worker to keep s1, marked stale", LONG)
+    for _ = 1, 8 do -- served by the stale instance
+      local code, body = support.request(front.port, "/")
+      assert.are.equal(200, code)
+      assert.are.equal("s1\n", body)
+    end
+    -- a registration ends the stale state
+    local b2 = backend("s2")
+    local reg2 = register(b2)
+    front:every_worker("/upstreams", function(code, body)
+      local view = code == 200 and json.decode(body)
+      return view and view.stale.api == nil and #view.services.api == 1 and
+             view.services.api[1]:match("^s2 ") ~= nil
+    end, "every worker to see s2 only, not stale", LONG)
+    assert_clean(front, "keep_last", nil, true)
+
+    -- keep_last = 0: the list empties with the registrations
+    front:stop()
+    local plain = front_nginx(function(text)
+      local n
+      text, n = text:gsub('services = { "api" },', 'services = { "api" }, keep_last = 0,')
+      assert(n == 1)
+      return text
+    end)
+    every_worker_sees(plain, { "s2" }, "every worker to see s2")
+    reg2:signal("TERM")
+    assert.is_true(reg2:wait_exit(LONG))
+    every_worker_sees(plain, {}, "every worker to drop s2 at once with keep_last = 0")
+    assert.are.equal(502, (support.request(plain.port, "/")))
+    assert_clean(plain, "keep_last = 0", nil, true)
   end)
 end)

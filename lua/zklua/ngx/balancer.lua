@@ -19,6 +19,10 @@
 --   ServiceProvider's: "round_robin" (default), "random", "consistent_hash", "rendezvous"),
 --   tries (peers tried per request at most, default 3), down_threshold (default 1) and
 --   down_timeout (s, default 10): a peer that failed that many times is skipped that long,
+--   keep_last (s, default 30; 0 turns it off): when a service's list of instances goes empty
+--   (the registrars' old sessions expiring together after an outage, a registration being
+--   replaced), the worker goes on balancing over the last instances it knew for up to that
+--   long, marked stale in status(); a registration ends it (ServiceProvider's keep_last),
 --   wakeup (the ngx handler's).  One session per worker, started from a timer (init_worker
 --   cannot wait), set up again and again until it succeeds.
 -- balance(name, key) — sets the peer: the next instance of the provider (by key with a key
@@ -29,9 +33,16 @@
 --   request has not tried yet ($upstream_addr lists those it tried) is set.  The first try
 --   keeps no per-request state (no ngx.ctx).  No
 --   instance known: the request fails with 502 (nothing is waited for: balancer_by_lua cannot
---   yield).  Instances need an address nginx can connect to without DNS (an IP).
--- status() — content handler: JSON {pid, state, services = {name = {"id addr:port", ...}}}
---   of this worker (for operators and tests), with an X-Worker-Pid header.
+--   yield; stock nginx turns any ngx.exit status here into 500 but NGX_BUSY, which it answers
+--   with 502 and logs as "no live upstreams").  Instances need an address nginx can connect
+--   to without DNS (an IP).
+-- status() — content handler: this worker's view as JSON, with an X-Worker-Pid header:
+--   {"pid": the worker's pid, "state": its session's state ("CONNECTED", "SUSPENDED", "LOST";
+--   "none" before init_worker), "services": {name: ["<id> <address>:<port>[ down][ disabled]",
+--   ...]} (each service set up, with the instances balanced over, by id; a service is there
+--   once its cache loaded on the worker's first session; " down": skipped after failing, until
+--   down_timeout; " disabled": the instance is disabled), "stale": {name: seconds} (the
+--   services balanced over their last known instances, keep_last, and for how long)}.
 -- exit_worker() — closes the session, so this worker's watches go at once.
 --
 -- SUSPENDED (connection loss): every worker goes on balancing over the instances it knows
@@ -73,7 +84,7 @@ local function set_up()
     if not providers[name] then
       local provider = sd:ServiceProvider(name, {
         strategy = settings.strategy, down_threshold = settings.down_threshold,
-        down_timeout = settings.down_timeout })
+        down_timeout = settings.down_timeout, keep_last = settings.keep_last })
       provider:start(30)
       providers[name] = provider
     end
@@ -113,6 +124,7 @@ function M.init_worker(opts)
     tries = option(opts, "tries", "number", 3),
     down_threshold = option(opts, "down_threshold", "number", 1),
     down_timeout = option(opts, "down_timeout", "number", 10),
+    keep_last = option(opts, "keep_last", "number", 30),
   }
   handler = ngx_handler.new{ wakeup = option(opts, "wakeup", "string", nil) }
   zk = zklua.client{
@@ -141,9 +153,14 @@ local function untried(list, tried, start)
   return nil
 end
 
+-- nginx's NGX_BUSY: ngx_lua's balancer hands it to nginx (any other status but NGX_ERROR and
+-- NGX_DECLINED is 500 without OpenResty's patch), which answers 502 ("no live upstreams").
+-- NGX_DECLINED would make nginx try again, and come back here, without end.
+local NGX_BUSY = -3
+
 local function fail(...)
   log(ngx.ERR, ...)
-  return ngx.exit(502)
+  return ngx.exit(NGX_BUSY)
 end
 
 local function set_peer(inst)
@@ -157,7 +174,7 @@ end
 -- ..."; nginx fills it try by try), the last one last.
 local function tried_before(provider)
   local by_peer = {}
-  for _, inst in ipairs(provider.cache:_list()) do
+  for _, inst in ipairs((provider:_known())) do
     by_peer[tostring(inst.address) .. ":" .. tostring(inst.port)] = inst
   end
   local tried, last = {}, nil
@@ -178,7 +195,7 @@ local function retry(provider, name, key)
   local list = provider:get_all_instances()
   local inst = #list > 0 and provider:_pick(list, key) or nil
   if not inst or tried[inst.id] then
-    inst = untried(list, tried, 0) or untried(provider.cache:_list(), tried, 0)
+    inst = untried(list, tried, 0) or untried((provider:_known()), tried, 0)
   end
   if not inst then return fail("every instance of service ", name, " failed for this request") end
   return set_peer(inst)
@@ -205,22 +222,28 @@ local function quoted(s)
   return '"' .. tostring(s):gsub('[%c"\\]', function(c) return string.format("\\u%04x", c:byte()) end) .. '"'
 end
 
---- Content handler: this worker's view, as JSON.
+--- Content handler: this worker's view, as JSON (see the top).
 function M.status()
-  local parts = {}
+  local parts, stale = {}, {}
   for _, name in ipairs(settings and settings.services or {}) do
     local provider, list = providers[name], {}
-    if provider then
-      for i, inst in ipairs(provider.cache:_list()) do
-        list[i] = quoted(inst.id .. " " .. tostring(inst.address) .. ":" .. tostring(inst.port))
+    if provider then -- (a service not set up yet is left out)
+      provider:get_all_instances() -- forgets down marks past down_timeout
+      for i, inst in ipairs((provider:_known())) do
+        list[i] = quoted(inst.id .. " " .. tostring(inst.address) .. ":" .. tostring(inst.port) ..
+                         (provider:is_down(inst.id) and " down" or "") ..
+                         (inst.enabled and "" or " disabled"))
       end
+      local since = provider:stale_for()
+      if since then stale[#stale + 1] = quoted(name) .. ":" .. string.format("%.3f", since) end
+      parts[#parts + 1] = quoted(name) .. ":[" .. table.concat(list, ",") .. "]"
     end
-    parts[#parts + 1] = quoted(name) .. ":[" .. table.concat(list, ",") .. "]"
   end
   ngx.header["Content-Type"] = "application/json"
   ngx.header["X-Worker-Pid"] = ngx.worker.pid()
   ngx.say('{"pid":', ngx.worker.pid(), ',"state":', quoted(zk and zk.state or "none"),
-          ',"services":{', table.concat(parts, ","), "}}")
+          ',"services":{', table.concat(parts, ","), '},"stale":{', table.concat(stale, ","),
+          "}}")
 end
 
 return M

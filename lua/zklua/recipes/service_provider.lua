@@ -21,6 +21,12 @@
 --   down_timeout    within down_timeout seconds is skipped until down_timeout seconds after
 --                   its first error (defaults 2 and 30, Curator's)
 --   cache           a started ServiceCache of the service to use (default: a new one)
+--   keep_last       seconds (default 0: off; zklua's, not Curator's): when the cache's list
+--                   of instances goes empty (the mass expiry of registrars' old sessions, a
+--                   registration being replaced, the last instance leaving), the provider
+--                   goes on with the instances it knew before (before the removals that
+--                   emptied it; removals less than a second apart count as one) for up to
+--                   this long, and provider.stale is true meanwhile; a registration ends it
 -- Usable instances: enabled ones (Curator's filter) not held down.  A key strategy given no
 -- key picks by round robin.  get_instance never waits and never talks to ZooKeeper: nginx's
 -- balancer_by_lua calls it.  SUSPENDED and LOST act through the cache (its instances are
@@ -38,7 +44,8 @@ local STRATEGIES = { round_robin = true, random = true, sticky = true, consisten
 local KEY_STRATEGIES = { consistent_hash = true, rendezvous = true }
 
 local OPTIONS = { strategy = "string", sticky_base = "string", vnodes = "number",
-                  down_threshold = "number", down_timeout = "number", cache = "table" }
+                  down_threshold = "number", down_timeout = "number", cache = "table",
+                  keep_last = "number" }
 
 -- Forgets errors older than down_timeout, at most every down_timeout / 2 (Curator's purge).
 local function purge(self, now)
@@ -53,16 +60,66 @@ local function purge(self, now)
   end
 end
 
+-- Removals less than this many seconds apart count as one (the server expires sessions in
+-- ticks; the cache hears their znodes go one by one): keep_last keeps the list from before.
+local BURST = 1
+
+-- The cache changed: remember the list from before the removals that may empty it, and when
+-- it went empty (keep_last).
+local function cache_changed(self)
+  local list, previous, now = self.cache:_list(), self._current, core.monotonic()
+  if previous and #list < #previous then -- a removal
+    if not self._burst_at or now - self._burst_at >= BURST then
+      self._burst_at, self._last_list = now, previous
+    end
+  else
+    self._burst_at, self._last_list = nil, list
+  end
+  self._current = list
+  if #list > 0 then
+    self._emptied_at = nil
+  elseif self._last_list and #self._last_list > 0 and not self._emptied_at then
+    self._emptied_at = now
+  end
+end
+
+--- The instances known (sorted by id; callers must not change the array): the cache's, or
+-- while stale (see keep_last) the last ones it had; and whether they are those last ones.
+function ServiceProvider:_known()
+  local list = self.cache:_list()
+  local emptied = self._emptied_at
+  if #list > 0 or not emptied then return list, false end
+  if core.monotonic() - emptied < self.keep_last then return self._last_list, true end
+  self._last_list, self._emptied_at = nil, nil -- kept long enough
+  return list, false
+end
+
+--- Seconds since the cache's list went empty while the last instances are kept, else nil.
+function ServiceProvider:stale_for()
+  local _, stale = self:_known()
+  return stale and core.monotonic() - self._emptied_at or nil
+end
+
+--- Whether instance id is held down (note_error) and skipped.
+function ServiceProvider:is_down(id)
+  local status = self._down[id]
+  return status ~= nil and status.count >= self.down_threshold
+end
+
 --- The usable instances (enabled, not down), sorted by id; the same table until the cache or
 -- the down set changes (callers must not change it).
 function ServiceProvider:get_all_instances()
   local cache = self.cache
   if self._down_count > 0 then purge(self, core.monotonic()) end -- (next() stops LuaJIT's JIT)
-  if self._usable_version == cache.version and self._usable_down == self._down_version then
+  local known, stale = cache:_list(), false
+  if #known == 0 and self._emptied_at then known, stale = self:_known() end
+  if self._usable_version == cache.version and self._usable_down == self._down_version and
+     self.stale == stale then
     return self._usable
   end
+  self.stale = stale
   local usable, ids = {}, {}
-  for _, instance in ipairs(cache:_list()) do
+  for _, instance in ipairs(known) do
     local status = self._down[instance.id]
     if instance.enabled and not (status and status.count >= self.down_threshold) then
       usable[#usable + 1] = instance
@@ -175,6 +232,10 @@ function M.new(discovery, name, opts)
   if sticky_base ~= "round_robin" and sticky_base ~= "random" then
     check.fail(fname, "sticky_base", "sticky_base must be round_robin or random")
   end
+  local keep_last = opts.keep_last
+  if keep_last ~= nil and not (keep_last >= 0 and keep_last < math.huge) then
+    check.fail(fname, "keep_last", "keep_last must be a finite number >= 0")
+  end
   local vnodes = positive(fname, opts, "vnodes", 160)
   if vnodes ~= math.floor(vnodes) or vnodes > 10000 then
     check.fail(fname, "vnodes", "vnodes must be a whole number in 1..10000")
@@ -187,11 +248,18 @@ function M.new(discovery, name, opts)
     strategy = strategy, sticky_base = sticky_base, vnodes = vnodes,
     down_threshold = positive(fname, opts, "down_threshold", 2),
     down_timeout = positive(fname, opts, "down_timeout", 30),
+    keep_last = opts.keep_last or 0, stale = false,
     cache = cache or discovery:ServiceCache(name), _own_cache = cache == nil,
     _down = {}, _down_count = 0, _down_version = 0, _last_purge = core.monotonic(), _index = 0,
     _usable = {}, _usable_ids = {}, _usable_version = -1, _usable_down = -1,
     instance_number = -1,
   }, ServiceProvider)
+  if self.keep_last > 0 then
+    self.cache:listen(function(event)
+      if event.type == "CACHE_CHANGED" then cache_changed(self) end
+    end)
+    cache_changed(self) -- a cache given already started
+  end
   return self
 end
 
