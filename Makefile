@@ -37,7 +37,8 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
-        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity fuzz-long
+        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity fuzz-long \
+        bench-scale
 
 all: build/zklua/core.so zklua
 
@@ -218,6 +219,13 @@ demo: deps all
 # to docs/benchmarks.md.  BENCH_ROUNDS (default 3) and the knobs in bench/run.lua.
 bench: deps all luajit
 	./zklua bench/run.lua
+
+# Issue 20's grid at ten times the tested sizes, zklua and kazoo taking turns point by point:
+# docs/scale.md and a chart per workload in docs/scale/*.svg (gnuplot).  SIZE=small: a tenth of
+# every size, in a few minutes (build/scale-small/).  Knobs (SCALE_CAP, SCALE_DEADLINE,
+# SCALE_ONLY, ...) in bench/scale.lua.
+bench-scale: deps all
+	./zklua bench/scale.lua
 
 # luacheck with the project's .luacheckrc over the Lua, clang-tidy with its .clang-tidy over
 # the C; fails on any warning.  The binding is checked against both Lua APIs (5.4 and LuaJIT's).

@@ -11,13 +11,15 @@ shared with the driver and the zklua members):
   "joined T"          once the SetPartitioner exists (its party node is created in __init__)
   "acquired N T"      every time it reaches ACQUIRED, with the size of its share
   "leaving T"         when the znode PATH-ctl/IDENT appears, right before finish()
+  "suspended T", "lost T"  when the session's state goes SUSPENDED or LOST (not at the end)
+  "failed T"          when the partitioner failed
 and exits.  Errors go to stderr with a non-zero exit.
 """
 import sys
 import threading
 import time
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 
 
 def say(*words):
@@ -30,6 +32,13 @@ def now():
 
 def member(hosts, path, n_items, ident, time_boundary, session):
     zk = KazooClient(hosts=hosts, timeout=session)
+    closing = threading.Event()  # stop() makes the listeners hear LOST: not a loss
+
+    def listener(state):
+        if state != KazooState.CONNECTED and not closing.is_set():
+            say(state.lower(), now())
+
+    zk.add_listener(listener)
     zk.start(timeout=15)
     leave = threading.Event()
     changed = threading.Event()  # set on every state change and on the leave order
@@ -53,6 +62,7 @@ def member(hosts, path, n_items, ident, time_boundary, session):
                 break
             changed.clear()
             if qp.failed:
+                say("failed", now())
                 break
             elif qp.release:
                 announced = False
@@ -66,6 +76,7 @@ def member(hosts, path, n_items, ident, time_boundary, session):
                 announced = False
                 qp.wait_for_acquire(1)
     finally:
+        closing.set()
         zk.stop()
         zk.close()
 

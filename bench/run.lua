@@ -352,6 +352,10 @@ SECTIONS[#SECTIONS + 1] = { id = "partitioner", run = function(ctx, round)
     for _, event in ipairs({ "leave", "crash", "join" }) do
       local x = r and r["sp_" .. event]
       if x then record("sp_" .. event, c.id, x.ms) end
+      if x and not x.ms then -- did not finish (dnf_s=), or not reached after one that did not
+        note(string.format("SetPartitioner %s, %s: %s", event, c.label,
+                           x.dnf_s and "not covered again within " .. x.dnf_s .. " s" or "not reached"))
+      end
     end
   end
 end }
@@ -365,6 +369,11 @@ SECTIONS[#SECTIONS + 1] = { id = "allocator", run = function(ctx, round)
       for _, step in ipairs({ "join", "leave", "closed" }) do
         local x = r and r["alloc_" .. step]
         if x then record(string.format("alloc_%s_%s", strategy, step), c.id, x.ms) end
+        if x and not x.ms then -- did not settle (dnf_s=), failed (error=) or not reached
+          note(string.format("PartitionAllocator %s %s, %s: %s", strategy, step, c.label,
+               x.dnf_s and "not settled within " .. x.dnf_s .. " s" or
+               x.error and "failed: " .. tostring(x.error) or "not reached"))
+        end
       end
       if r and r.alloc_join then
         record(string.format("alloc_%s_moved", strategy), c.id, r.alloc_join.moved)

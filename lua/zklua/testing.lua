@@ -143,6 +143,7 @@ function Node:_config()
     "extendedTypesEnabled=true", -- TTL nodes (create's ttl option)
   }
   if c.reconfig then lines[#lines + 1] = "reconfigEnabled=true" end
+  for _, line in ipairs(c.config or {}) do lines[#lines + 1] = line end
   if c.read_only then
     lines[#lines + 1] = "localSessionsEnabled=true"
     lines[#lines + 1] = "localSessionsUpgradingEnabled=true"
@@ -186,8 +187,10 @@ function Node:start(timeout)
   -- a minute late; 5 ticks keep a healed or restarted node's return within about a second.
   props = props .. string.format("-Dzookeeper.fastleader.maxNotificationInterval=%d ",
                                  5 * self.cluster.tick_time)
+  local java_opts = JAVA_OPTS
+  if self.cluster.heap then java_opts = java_opts:gsub("%-Xmx%S+", "-Xmx" .. self.cluster.heap) end
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
-    "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", JAVA_OPTS, props, CLASSPATH, MAIN,
+    "-Dzookeeper.jmx.log4j.disable=true -cp %s %s %s", java_opts, props, CLASSPATH, MAIN,
     shell_quote(self.dir .. "/zoo.cfg"))
   local out = read_command("sh -c " .. shell_quote(start_watched("exec " .. cmd .. " >> " ..
     shell_quote(self.dir .. "/server.log") .. " 2>&1 </dev/null", self.cluster.dir)))
@@ -335,7 +338,8 @@ local function new_cluster(size, opts)
   local dir = make_temp_dir()
   local cluster = setmetatable({ dir = dir, nodes = {}, tick_time = opts.tick_time or 200,
                                  read_only = opts.read_only == true, epoch = opts.epoch,
-                                 reconfig = opts.reconfig == true },
+                                 reconfig = opts.reconfig == true, heap = opts.heap,
+                                 config = opts.config },
                                Cluster)
   local taken = {}
   for i = 1, size do
@@ -457,7 +461,9 @@ function Cluster:stop()
   stop_cluster(self, sleep)
 end
 
---- A standalone server on a free port, started and ready.
+--- A standalone server on a free port, started and ready.  opts: tick_time (ms, 200),
+-- read_only, epoch, reconfig, heap (the JVM's -Xmx, e.g. "2g"; default 256m: bench/scale.lua
+-- gives a million-node tree more), config (more zoo.cfg lines, e.g. {"maxClientCnxns=0"}).
 function testing.server(opts)
   return new_cluster(1, opts):start()
 end
