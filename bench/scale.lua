@@ -269,18 +269,22 @@ end
 local function have_gnuplot() return shell("command -v gnuplot"):match("%S") ~= nil end
 
 -- A chart: x = the points' labels (categories), y (log) = one line per series; a missing
--- figure (did not finish, not run) is a gap.  series = { {title, values[i] or nil} }.
-local function chart(name, title, ylabel, labels, series)
+-- figure (did not finish, not run) is a gap.  series = { {title, values[i] or nil} }; dnf[i]:
+-- the cap, where some series did not finish at point i (drawn as a circle at the cap).
+local function chart(name, title, ylabel, labels, series, dnf)
   if not have_gnuplot() then return nil end
   os.execute("mkdir -p '" .. SVG_DIR .. "'")
   local data = SVG_DIR .. "/" .. name .. ".dat"
   local f = assert(io.open(data, "w"))
+  local any_dnf = false
   for i, label in ipairs(labels) do
     local row = { '"' .. label .. '"' }
     for _, s in ipairs(series) do
       local v = s[2][i]
-      row[#row + 1] = v and string.format("%.6g", v) or "?"
+      row[#row + 1] = v and string.format("%.6g", v) or "NaN" -- (NaN: a gap in the line)
     end
+    row[#row + 1] = dnf and dnf[i] and string.format("%.6g", dnf[i]) or "NaN"
+    if dnf and dnf[i] then any_dnf = true end
     f:write(table.concat(row, " "), "\n")
   end
   f:close()
@@ -288,6 +292,10 @@ local function chart(name, title, ylabel, labels, series)
   for j, s in ipairs(series) do
     plots[#plots + 1] = string.format("'%s' using 0:%d:xtic(1) with linespoints title '%s'", data,
                                       j + 1, s[1]:gsub("'", ""))
+  end
+  if any_dnf then
+    plots[#plots + 1] = string.format("'%s' using 0:%d with points pt 6 ps 1.5 lc rgb 'red' " ..
+                                      "title 'did not finish (drawn at the cap)'", data, #series + 2)
   end
   local any = false
   for _, s in ipairs(series) do
@@ -301,7 +309,7 @@ local function chart(name, title, ylabel, labels, series)
     "set ylabel '" .. ylabel .. "'",
     "set logscale y", "set grid ytics", "set key outside right top",
     "set xtics rotate by -25",
-    "set datafile missing '?'", "set offsets 0.3, 0.3, 0, 0",
+    "set offsets 0.3, 0.3, 0, 0",
     "plot " .. table.concat(plots, ", "),
   }, "\n")
   local p = assert(io.popen("gnuplot 2>&1", "w"))
@@ -700,15 +708,18 @@ local function report_watches(s)
     w("Growth per 10× watches (", fmt_n(a.n), " → ", fmt_n(b.n), "): ", table.concat(parts, "; "), ".")
     w("")
   end
-  local labels, zs, ks = {}, {}, {}
+  local labels, zs, ks, dnf = {}, {}, {}, {}
   for i, p in ipairs(s.points) do
     labels[i] = p.label
     local z, k = p.runs.zklua, p.runs.kazoo
     zs[i] = z and z.delivered and z.delivered == z.total and z.burst_s or nil
     ks[i] = k and k.delivered and k.delivered == k.total and k.burst_s or nil
+    for _, m in ipairs({ z or {}, k or {} }) do
+      if m.status == "dnf" or (m.delivered and m.delivered < m.total) then dnf[i] = CAP end
+    end
   end
   local svg = chart("watches", "Watch burst: N DataWatches fired at once, set to last callback",
-                    "seconds", labels, { { "zklua", zs }, { "kazoo", ks } })
+                    "seconds", labels, { { "zklua", zs }, { "kazoo", ks } }, dnf)
   if svg then w("![watches](", svg, ")"); w("") end
 end
 
@@ -769,6 +780,7 @@ local function report_sp(s, clients, tag)
       series[#series + 1] = { c .. " " .. e, {} }
     end
   end
+  local dnf = {}
   for i, p in ipairs(s.points) do
     labels[i] = p.label:gsub(" × ", "x")
     local j = 0
@@ -777,10 +789,15 @@ local function report_sp(s, clients, tag)
         j = j + 1
         series[j][2][i] = event_seconds(p.runs[c], e)
       end
+      local m = p.runs[c]
+      for _, e in ipairs(SP_EVENTS) do
+        local x = m and m.events and m.events[e]
+        if x and x.status == "dnf" then dnf[i] = x.cap end
+      end
     end
   end
   local svg = chart("setpartitioner" .. tag, "SetPartitioner: event to the set covered again" ..
-                    (tag ~= "" and " (under load)" or ""), "seconds", labels, series)
+                    (tag ~= "" and " (under load)" or ""), "seconds", labels, series, dnf)
   if svg then w("![setpartitioner", tag, "](", svg, ")"); w("") end
 end
 
@@ -832,12 +849,17 @@ local function report_alloc(s, tag)
   w("")
   local labels, series = {}, {}
   for _, step in ipairs(ALLOC_STEPS) do series[#series + 1] = { step, {} } end
+  local dnf = {}
   for i, p in ipairs(s.points) do
     labels[i] = p.label:gsub("round_robin", "rr"):gsub(" × ", "x")
-    for j, step in ipairs(ALLOC_STEPS) do series[j][2][i] = step_seconds(p.runs.zklua, step) end
+    for j, step in ipairs(ALLOC_STEPS) do
+      series[j][2][i] = step_seconds(p.runs.zklua, step)
+      local x = p.runs.zklua and p.runs.zklua.steps and p.runs.zklua.steps[step]
+      if x and x.status == "dnf" then dnf[i] = x.cap end
+    end
   end
   local svg = chart("allocator" .. tag, "PartitionAllocator (zklua): step to every member settled" ..
-                    (tag ~= "" and " (under load)" or ""), "seconds", labels, series)
+                    (tag ~= "" and " (under load)" or ""), "seconds", labels, series, dnf)
   if svg then w("![allocator", tag, "](", svg, ")"); w("") end
 end
 
@@ -883,14 +905,17 @@ local function report_tree(s)
     end
   end
   w("")
-  local labels, zs, ks, zb, kb = {}, {}, {}, {}, {}
+  local labels, zs, ks, zb, kb, dnf = {}, {}, {}, {}, {}, {}
   for i, p in ipairs(s.points) do
     labels[i] = p.label
     zs[i], ks[i] = ok_field(p.runs.zklua, "tree_s"), ok_field(p.runs.kazoo, "tree_s")
     zb[i], kb[i] = ok_field(p.runs.zklua, "per_node"), ok_field(p.runs.kazoo, "per_node")
+    for _, c in ipairs({ "zklua", "kazoo" }) do
+      if p.runs[c] and p.runs[c].status == "dnf" then dnf[i] = CAP end
+    end
   end
   local svg = chart("treecache", "TreeCache: start() to INITIALIZED", "seconds", labels,
-                    { { "zklua", zs }, { "kazoo", ks } })
+                    { { "zklua", zs }, { "kazoo", ks } }, dnf)
   if svg then w("![treecache](", svg, ")"); w("") end
   svg = chart("treecache-memory", "TreeCache: RSS added per node", "bytes per node", labels,
               { { "zklua", zb }, { "kazoo", kb } })
