@@ -73,6 +73,13 @@ describe("Counter", function()
 
   it("keeps a curator counter as a 4-byte big-endian int", function()
     local k = a:Counter(path, 0, { support_curator = true })
+    assert.are.equal(0, k:get())
+    assert.are.equal("\0\0\0\0", (a:get(path))) -- created holding the default (SharedCount's seed)
+    local seeded = a:Counter(path .. "s", -3, { support_curator = true })
+    assert.are.equal(-3, seeded:get())
+    assert.are.equal("\255\255\255\253", (a:get(path .. "s")))
+    a:Counter(path .. "p"):get() -- kazoo's layout: created empty, as kazoo does
+    assert.are.equal("", (a:get(path .. "p")))
     k:add(5)
     assert.are.equal("\0\0\0\5", (a:get(path)))
     k:sub(7)

@@ -1,7 +1,8 @@
 -- Interop with real Curator 5.4 (Debian's libcurator-*-java) programs, compiled and started by
 -- spec/support/java.lua (spec/fixtures/java/*.java), against the project's own ZooKeeper
 -- server: the harness itself, then zklua's Curator layouts (Lock and Election with
--- layout = "curator") excluding and excluded by InterProcessMutex, electing with LeaderLatch.
+-- layout = "curator") excluding and excluded by InterProcessMutex, electing with LeaderLatch,
+-- and a support_curator Counter shared with SharedCount.
 -- Every wait is for an event: a line the Java program prints, or a znode zklua watches.
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
@@ -250,6 +251,33 @@ describe("Curator interop", function()
       testing.wait_for(function() return lost > 0 end, 30, "zklua to learn it lost")
       election:stop()
       member:close()
+    end)
+  end)
+
+  describe("Counter{support_curator = true} and SharedCount", function()
+    it("Curator reads a zklua counter before its first add, and both add up", function()
+      local curator = start("CuratorSharedCount", server.hosts, path, SESSION_MS)
+      local count = zk:Counter(path, 0, { support_curator = true })
+      assert.equals(0, count:get()) -- makes the node: 4 zero bytes, SharedCount's int
+      curator:send("count")
+      curator:expect("^count 0$") -- (empty data: BufferUnderflowException)
+      count:add(5)
+      curator:send("count")
+      curator:expect("^count 5$")
+      curator:send("add 3")
+      curator:expect("^count 8$")
+      assert.equals(8, count:get())
+      -- a default is the seed: Curator reads it too
+      local seeded = zk:Counter(path .. "/seeded", -4, { support_curator = true })
+      assert.equals(-4, seeded:get())
+      local other = start("CuratorSharedCount", server.hosts, path .. "/seeded", SESSION_MS)
+      other:send("count")
+      other:expect("^count %-4$")
+      -- what the issue saw: an empty node (kazoo's, or zklua's before) is unreadable to Curator
+      zk:create(path .. "/empty", "")
+      local third = start("CuratorSharedCount", server.hosts, path .. "/empty", SESSION_MS)
+      third:send("count")
+      third:expect("^error count BufferUnderflowException")
     end)
   end)
 end)

@@ -77,8 +77,9 @@ int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *a
     return zkl_create_path_mode(s, path, acl, ZOO_PERSISTENT, route, inflight, last_id);
 }
 
-int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vector *acl,
-                         int mode, const zkl_route *route, long *inflight, uint64_t *last_id)
+static int create_path(zkl_session *s, const char *path, const char *data, int len,
+                       const struct ACL_vector *acl, int mode, const zkl_route *route,
+                       long *inflight, uint64_t *last_id)
 {
     *last_id = 0;
     char *buf = strdup(path);
@@ -89,7 +90,8 @@ int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vect
             continue;
         char c = *p;
         *p = '\0';
-        uint64_t id = zkl_op_create(s, buf, "", 0, acl, mode, 0, route);
+        uint64_t id = c == '\0' ? zkl_op_create(s, buf, data, len, acl, mode, 0, route)
+                                 : zkl_op_create(s, buf, "", 0, acl, mode, 0, route);
         if (id != 0)
             (*inflight)++;
         if (c == '\0') {
@@ -100,6 +102,19 @@ int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vect
     }
     free(buf);
     return 0;
+}
+
+int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vector *acl,
+                         int mode, const zkl_route *route, long *inflight, uint64_t *last_id)
+{
+    return create_path(s, path, "", 0, acl, mode, route, inflight, last_id);
+}
+
+int zkl_create_path_data(zkl_session *s, const char *path, const char *data, int len,
+                         const struct ACL_vector *acl, const zkl_route *route, long *inflight,
+                         uint64_t *last_id)
+{
+    return create_path(s, path, data, len, acl, ZOO_PERSISTENT, route, inflight, last_id);
 }
 
 zkl_rc_kind zkl_rc_triage(int rc)

@@ -57,5 +57,10 @@ int zkl_create_path(zkl_session *s, const char *path, const struct ACL_vector *a
 /* The same with each node created in mode (ZOO_PERSISTENT, or ZOO_CONTAINER). */
 int zkl_create_path_mode(zkl_session *s, const char *path, const struct ACL_vector *acl,
                          int mode, const zkl_route *route, long *inflight, uint64_t *last_id);
+/* The same (persistent nodes) with path itself created holding data (len bytes), its parents
+ * empty. */
+int zkl_create_path_data(zkl_session *s, const char *path, const char *data, int len,
+                         const struct ACL_vector *acl, const zkl_route *route, long *inflight,
+                         uint64_t *last_id);
 
 #endif

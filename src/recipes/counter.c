@@ -221,7 +221,10 @@ static uint64_t submit(zkl_counter *c)
                                      &c->route));
     case STEP_ENSURE: {
         uint64_t id; /* the last create (the path itself) decides */
-        zkl_create_path(c->s, c->path, &ZOO_OPEN_ACL_UNSAFE, &c->route, &c->inflight, &id);
+        char seed[DATA_MAX];
+        int len = c->kind == ZKL_COUNTER_CURATOR ? format(c, c->def, seed) : 0;
+        zkl_create_path_data(c->s, c->path, seed, len > 0 ? len : 0, &ZOO_OPEN_ACL_UNSAFE,
+                             &c->route, &c->inflight, &id);
         return id;
     }
     default:

@@ -4,8 +4,9 @@
  * Layout (kazoo 2.8, shared with kazoo processes): one persistent node <path> (created with its
  * parents, empty data, when missing) whose data is the value: the ASCII repr Python gives it
  * ("3" for an int counter, never "3.0"; "3.5", "1e+16", "inf" for a float counter), or with
- * support_curator a 4-byte big-endian signed int (curator's SharedCount).  Empty data is the
- * default.  An update reads the value and its version, then sets value + delta with that
+ * support_curator a 4-byte big-endian signed int (curator's SharedCount; the node is created
+ * holding the default in those 4 bytes, as SharedCount's seed, since Curator's getCount()
+ * cannot read empty data).  Empty data is the default.  An update reads the value and its version, then sets value + delta with that
  * version; on BadVersion it reads again (no limit: every BadVersion means someone else's
  * update went through), after a pause.
  *
