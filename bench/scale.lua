@@ -245,7 +245,7 @@ end
 -- The cell of a run that gave no figure (nil when it gave one).
 local function status_cell(r)
   if r == nil or r.status == "not_run" then return "not run in this session" end
-  if r.status == "dnf" then return string.format("did not finish in %g s", r.cap) end
+  if r.status == "dnf" then return string.format("did not finish in %g s%s", r.cap, r.what or "") end
   if r.status == "cut" then
     return string.format("stopped at the session's deadline after %.0f s", r.seconds or 0)
   end
@@ -440,7 +440,7 @@ local function run_watches(s)
         elseif m.status == "ok" then
           m.status, m.error = "error", error_line(r.err .. "\n" .. r.out)
         elseif m.status == "dnf" then
-          m.cap = 2 * CAP + 30
+          m.cap, m.what = 2 * CAP + 30, " (making the nodes and watches included)"
         end
         p.runs[c] = m
         server:stop()
@@ -640,10 +640,13 @@ local function report_sessions(s)
       if bad and not (m and m.connected) then
         w("| ", p.label, " | ", c, " | ", bad, " | | | | | | | | ", load_cell(m), " |")
       else
-        w(string.format("| %s | %s | %d of %d%s | %s | %.2f ms | %.1f KB | %d | %d | %d | %s | %s |",
+        local k = math.max(m.connected, 1)
+        w(string.format("| %s | %s | %d of %d%s | %s | %.2f ms | %.1f KB | %d (%.1f per session) | " ..
+          "%d (%.1f per session) | %d | %s | %s |",
           p.label, c, m.connected, p.n, bad and " (" .. bad .. ")" or "", fmt_s(m.connect_s),
-          m.connect_s / math.max(m.connected, 1) * 1000, per_session_kb(m) or 0, m.threads,
-          m.fds, m.lost, tostring(m.nofile), load_cell(m)))
+          m.connect_s / k * 1000, per_session_kb(m) or 0, m.threads,
+          (m.threads - (m.base_threads or 0)) / k, m.fds, (m.fds - (m.base_fds or 0)) / k, m.lost,
+          tostring(m.nofile), load_cell(m)))
       end
     end
   end
@@ -1069,14 +1072,30 @@ local function targets()
   local ss = by_id.sessions
   local sp5 = ss and ss.points[tostring(GRID.sessions[2])]
   local sz = sp5 and sp5.runs.zklua
+  -- why a client stopped short of N sessions, when its fds say so
+  local function fd_cause(m, count)
+    if not (m and m.connected and m.connected < count and m.base_fds and m.connected > 0) then
+      return ""
+    end
+    local per = (m.fds - m.base_fds) / m.connected
+    local limit = tonumber(m.nofile)
+    if limit and m.base_fds + (m.connected + 1) * per > limit - 8 then
+      return string.format("; cause: the fd limit: %.1f fds per session, %d of %d fds in use " ..
+                           "(the hard limit) when session %d failed", per, m.fds + 8, limit,
+                           m.connected + 1)
+    end
+    return ""
+  end
   if not sz or sz.status == "not_run" or sz.status == "cut" then
     row(nil, "Sessions " .. fmt_n(GRID.sessions[2]) .. ":", "in one process")
   else
     row(sz.status == "ok" and sz.lost == 0, "Sessions " .. fmt_n(GRID.sessions[2]) .. ":",
         sz.connected and string.format("in one process: %d of %d connected in %s, %.1f KB each, " ..
-          "%d threads, %d fds, %d lost (fd soft limit raised to the hard limit, %s)",
+          "%d threads, %d fds, %d lost (fd soft limit raised to the hard limit, %s)%s%s",
           sz.connected, GRID.sessions[2], fmt_s(sz.connect_s), per_session_kb(sz) or 0, sz.threads,
-          sz.fds, sz.lost, tostring(sz.nofile)) or status_cell(sz))
+          sz.fds, sz.lost, tostring(sz.nofile),
+          sz.connected < GRID.sessions[2] and "; " .. (sz.error or "") or "",
+          fd_cause(sz, GRID.sessions[2])) or status_cell(sz))
   end
   -- load
   local ls = by_id.load_sp
