@@ -62,7 +62,7 @@ local function bench(n, m, strategy, hosts, opts)
                                           strategy = strategy }
     member.zk = zk
     members[#members + 1] = member
-    member:start(set)
+    member:start(set, opts.cap) -- (its default: the session timeout, 2 s in bench-scale)
   end
 
   local failed = false
