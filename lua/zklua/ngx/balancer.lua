@@ -126,6 +126,9 @@ function M.init_worker(opts)
     down_timeout = option(opts, "down_timeout", "number", 10),
     keep_last = option(opts, "keep_last", "number", 30),
   }
+  if not (settings.keep_last >= 0 and settings.keep_last < math.huge) then
+    error("zklua.ngx.balancer.init_worker: keep_last must be a finite number >= 0 (0: off)", 2)
+  end
   handler = ngx_handler.new{ wakeup = option(opts, "wakeup", "string", nil) }
   zk = zklua.client{
     hosts = option(opts, "hosts", "string", os.getenv("ZKLUA_HOSTS")),
