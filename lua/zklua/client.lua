@@ -48,7 +48,7 @@ local CLIENT_OPTIONS = {
   hosts = "any", timeout = "number", read_only = "boolean", auth_data = "table",
   default_acl = "table", command_retry = "table", connection_retry = "table",
   logger = "any", log_level = "string", handler = "any", client_id = "table",
-  randomize_hosts = "boolean",
+  randomize_hosts = "boolean", max_in_flight = "number",
 }
 
 local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
@@ -174,6 +174,9 @@ end
 -- next; after max_tries failed passes or past the deadline it gives up and stops (LOST,
 -- CLOSED; a start() waiting raises TimeoutError).  A connection made resets the count.
 -- Without it: for ever, 0.1 s doubling up to a tenth of the session timeout (0.1 to 1 s).
+-- max_in_flight (zklua's; default 1000): at most that many requests sent and not yet answered
+-- per session; the rest wait in order and go out as answers come back, so that no burst can
+-- put the session's pings behind its own requests for longer than its timeout.
 function Client.new(arg)
   local opts = type(arg) == "string" and { hosts = arg } or arg or {}
   check.options("client", opts, CLIENT_OPTIONS, "options")
@@ -183,6 +186,11 @@ function Client.new(arg)
   if not (timeout > 0 and timeout <= 2000000) then -- also refuses NaN
     check.fail("client", "timeout", "timeout must be a number of seconds > 0 (got " ..
                tostring(timeout) .. ")")
+  end
+  local window = opts.max_in_flight
+  if window ~= nil and not (window >= 1 and window <= 2147483647 and window % 1 == 0) then
+    check.fail("client", "max_in_flight", "max_in_flight must be a whole number of ops >= 1 " ..
+               "(got " .. tostring(window) .. ")")
   end
   if opts.default_acl and next(opts.default_acl) ~= nil then
     check.acls("client", opts.default_acl, "default_acl")
@@ -234,6 +242,7 @@ function Client.new(arg)
   self._session = core.session(connect_order(hosts, randomize), math.floor(timeout * 1000 + 0.5),
                                opts.read_only == true, resume and session_hex(resume[1]),
                                resume and resume[2], log_level)
+  if window then self._session:set_window(math.tointeger and math.tointeger(window) or window) end
   if r then
     self._session:set_connection_retry(r.max_tries, r.delay, r.backoff, r.max_jitter,
                                        r.max_delay, r.deadline)

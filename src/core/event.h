@@ -103,6 +103,7 @@ typedef struct zkl_event {
     zkl_op_type op;
     int rc;              /* ZOK or a ZooKeeper error code */
     int internal;        /* submitted by the core itself: not delivered */
+    int windowed;        /* handed to the library: counted in the session's window (ops.c) */
     zkl_route route;     /* route.fn set: delivered to C (route.h), not to the caller */
     int watch_requested; /* the op asked for a watch */
     int watch_registered;/* ... and the library registered it (it will fire or be dropped) */

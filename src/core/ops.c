@@ -31,6 +31,15 @@
  * notify socket instead (waker.h, nginx) gets no cork: there the fd's poke would wake the
  * host once more for every read, a round trip through its event loop that costs more than
  * the library's wake-up it saves.
+ *
+ * The window: at most s->window ops are handed to the library and not yet taken back by the
+ * owner (answered, and their event popped); the others wait in the same unsent list, in
+ * order, and go out as the owner takes answers (zkl_ops_taken).  A server handles one
+ * session's requests in order, its pings among them: 100k creates handed over at once put a
+ * ping 100k requests back, the session missed its timeout and expired.  The window bounds
+ * that wait to what window requests take, whatever a recipe or a script asks for at once,
+ * and bounds the answers waiting for a slow owner.  Every op comes back (answered, or failed
+ * when its connection or handle ends), so every place in the window frees.
  */
 #include "ops.h"
 
@@ -62,6 +71,31 @@ static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *ro
         op->route = *route;
     zkl_queue_track(&s->queue, op);
     return op;
+}
+
+/* Hands op to the library, in the window; what zoo_a* returned. */
+static int call_library(zkl_session *s, zkl_event *op, const zkl_request *r);
+static int hand_over(zkl_session *s, zkl_event *op, const zkl_request *r)
+{
+    op->windowed = 1; /* before the library can answer it, on its own thread */
+    int rc = call_library(s, op, r);
+    if (rc != ZOK) {
+        op->windowed = 0; /* refused: the library will not call back */
+        return rc;
+    }
+    if (++s->sent > s->max_sent)
+        s->max_sent = s->sent;
+    return rc;
+}
+
+void zkl_ops_taken(zkl_session *s, zkl_event *op)
+{
+    if (!op->windowed)
+        return;
+    op->windowed = 0;
+    s->sent--;
+    if (s->unsent_head)
+        zkl_ops_flush(s);
 }
 
 /* A new op that is not corked: the reads waiting in the cork go first. */
@@ -446,8 +480,8 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
     if (rc != ZOK)
         return submitted(s, op, rc);
     int connected = connected_now(s);
-    if (connected && !s->unsent_head && !may_cork)
-        return submitted(s, op, call_library(s, op, r));
+    if (connected && !s->unsent_head && !may_cork && s->sent < s->window)
+        return submitted(s, op, hand_over(s, op, r));
     if (keep_request(op, r) != 0)
         return submitted(s, op, ZSYSTEMERROR);
     append_unsent(s, op);
@@ -456,8 +490,8 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
         bound_the_wait(s);
         return id; /* sent once the session is connected (session.c) */
     }
-    if (s->unsent_count == 1)
-        zkl_queue_poke(&s->queue);
+    if (s->unsent_count == 1 && s->sent < s->window)
+        zkl_queue_poke(&s->queue); /* (a full window frees as answers are taken) */
     if (s->unsent_count >= CORK_MAX)
         zkl_ops_flush(s);
     return id;
@@ -468,6 +502,9 @@ void zkl_ops_flush(zkl_session *s)
     if (!s->unsent_head || (handle_rc(s) == ZOK && !connected_now(s)))
         return; /* nothing waits, or it waits for the connection */
     while (s->unsent_head) {
+        int rc = handle_rc(s);
+        if (rc == ZOK && s->sent >= s->window)
+            return; /* the rest go out as answers are taken (zkl_ops_taken) */
         zkl_event *op = s->unsent_head;
         s->unsent_head = op->unsent_next;
         op->unsent_next = NULL;
@@ -475,11 +512,22 @@ void zkl_ops_flush(zkl_session *s)
         if (!s->unsent_head)
             s->unsent_tail = NULL;
         op->generation = s->generation;
-        int rc = handle_rc(s);
         if (rc == ZOK)
-            rc = call_library(s, op, op->request);
+            rc = hand_over(s, op, op->request);
         submitted(s, op, rc);
     }
+}
+
+void zkl_ops_fail_unsent(zkl_session *s, int rc)
+{
+    while (s->unsent_head) {
+        zkl_event *op = s->unsent_head;
+        s->unsent_head = op->unsent_next;
+        op->unsent_next = NULL;
+        s->unsent_count--;
+        submitted(s, op, rc);
+    }
+    s->unsent_tail = NULL;
 }
 
 void zkl_ops_drop_unsent(zkl_session *s)

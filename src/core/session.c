@@ -88,6 +88,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         return NULL;
     }
     s->timeout_ms = o->timeout_ms;
+    s->window = ZKL_DEFAULT_WINDOW;
     s->read_only = o->read_only;
     s->resume = o->resume;
     s->resume_id.client_id = o->session_id;
@@ -273,6 +274,8 @@ void zkl_session_stop(zkl_session *s)
     zkl_ops_flush(s); /* let the reads asked for go out and finish, as ops in flight do */
     if (s->stopped && !s->zh)
         return;
+    if (s->zh && s->state == ZKL_CONNECTED)
+        zkl_ops_fail_unsent(s, ZCLOSING); /* held back by the window: the server never saw them */
     s->stopped = 1;
     s->needs_open = 0;
     end_suspension(s);
@@ -531,6 +534,8 @@ zkl_event *zkl_session_next(zkl_session *s)
     retry_open_if_owed(s);
     for (;;) {
         zkl_event *ev = zkl_queue_pop(&s->queue);
+        if (ev && ev->kind == ZKL_EV_OP)
+            zkl_ops_taken(s, ev);
         if (!ev && zkl_ops_fail_overdue(s) > 0)
             continue; /* their failures are queued now */
         if (!ev) /* news from the library first: a reconnection may be among it */
@@ -732,6 +737,18 @@ int zkl_session_negotiated_timeout(const zkl_session *s)
 void zkl_session_flush(zkl_session *s)
 {
     zkl_ops_flush(s);
+}
+
+void zkl_session_set_window(zkl_session *s, int window)
+{
+    s->window = window >= 1 ? window : 1;
+    zkl_ops_flush(s);
+}
+
+void zkl_session_window_use(const zkl_session *s, long *sent, long *max_sent)
+{
+    *sent = s->sent;
+    *max_sent = s->max_sent;
 }
 
 long zkl_session_pending_ops(zkl_session *s)

@@ -38,6 +38,12 @@ zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when o
 /* kazoo's connection_retry (reconnect.h); the default is zkl_reconnect_default_policy() of the
  * session timeout.  Takes effect from the next connection attempt. */
 void zkl_session_set_connection_retry(zkl_session *s, const zkl_reconnect_policy *policy);
+/* The window (ops.c): at most window ops handed to the library and not yet answered; the
+ * rest wait, in order, and go out as answers come back.  ZKL_DEFAULT_WINDOW until set. */
+enum { ZKL_DEFAULT_WINDOW = 1000 };
+void zkl_session_set_window(zkl_session *s, int window); /* window >= 1 */
+/* Ops now in the window, and the most there were at once since the session was made. */
+void zkl_session_window_use(const zkl_session *s, long *sent, long *max_sent);
 /* The test harness's hold on reconnection (zkl_reconnect_hold): 1 holds, 0 releases. */
 void zkl_session_hold_reconnection(zkl_session *s, int held);
 /* 1 when the connection retry policy gave up and stopped the session (until the next start). */

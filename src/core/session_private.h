@@ -78,6 +78,10 @@ struct zkl_session {
     int unsent_count;
     uint64_t unsent_timer;    /* wakes the owner when the oldest is overdue (0: none armed) */
     int no_cork;              /* reads go out at once: a host reads a notify socket (waker.h) */
+    /* the window (ops.c): ops handed to the library whose event the owner has not taken yet,
+     * at most window of them; the most there ever were */
+    long sent, max_sent;
+    int window;
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
@@ -92,10 +96,17 @@ void zkl_on_watch(zhandle_t *zh, int type, int state, const char *path, void *ct
  * it first, and so does the owner when the session connects. */
 void zkl_ops_flush(zkl_session *s);
 
+/* ops.c: the owner took op's event: its place in the window is free (the next unsent op
+ * goes out). */
+void zkl_ops_taken(zkl_session *s, zkl_event *op);
+
 /* ops.c: while the session is LOST (a new handle not yet connected), fails with
  * ZCONNECTIONLOSS the unsent ops that waited a session timeout; how many it failed (their
  * events are queued). */
 int zkl_ops_fail_overdue(zkl_session *s);
+
+/* ops.c: fails every unsent op with rc now (stop: what the window still held back). */
+void zkl_ops_fail_unsent(zkl_session *s, int rc);
 
 /* ops.c: forgets the unsent ops without sending them (the handle closes: they are still
  * pending, and are failed with the rest). */

@@ -162,6 +162,26 @@ static int session_set_connection_retry(lua_State *L)
     return 0;
 }
 
+/* set_window(n): at most n ops in flight (session.h); checked by the client before here */
+static int session_set_window(lua_State *L)
+{
+    zkl_session *s = check_session(L);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, n >= 1 && n <= INT_MAX, 2, "the window must be >= 1");
+    zkl_session_set_window(s, (int)n);
+    return 0;
+}
+
+/* window_use() -> ops in flight now, the most there were at once */
+static int session_window_use(lua_State *L)
+{
+    long sent, max_sent;
+    zkl_session_window_use(check_session(L), &sent, &max_sent);
+    lua_pushinteger(L, sent);
+    lua_pushinteger(L, max_sent);
+    return 2;
+}
+
 static int session_gave_up_connecting(lua_State *L)
 {
     lua_pushboolean(L, zkl_session_gave_up_connecting(check_session(L)));
@@ -738,6 +758,8 @@ static const luaL_Reg session_methods[] = {
     {"stop", session_stop},
     {"set_connection_retry", session_set_connection_retry},
     {"gave_up_connecting", session_gave_up_connecting},
+    {"set_window", session_set_window},
+    {"window_use", session_window_use},
     {"failed_connection_attempts", session_failed_connection_attempts},
     {"hold_reconnection", session_hold_reconnection},
     {"close", session_close},

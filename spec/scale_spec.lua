@@ -1,0 +1,88 @@
+-- The scale points of make bench-scale (docs/scale.md) at a size make test can afford: a
+-- SetPartitioner share of 10k items per member on 2 s sessions completes its join, a
+-- rebalance and a leave with no session lost (before the session's window and O(1) work per
+-- lock event, 20k items took 69 s and 26 s of client CPU to acquire, and 100k flooded the
+-- server until sessions expired).  The watch bursts are in spec/nesting_spec.lua, the window
+-- itself in spec/window_spec.lua.
+local zklua = require "zklua"
+local testing = require "zklua.testing"
+local helpers = require "support.helpers"
+local child = require "fixtures.child"
+
+local ITEMS = 10000
+local TIMEOUT = 2 -- the members' session timeout (s): the one the issue's grid used
+local LONG = 300  -- an upper bound for each wait, never a speed claim
+
+describe("at scale", function()
+  local server, admin
+
+  setup(function()
+    server = testing.server()
+    admin = helpers.client(server.hosts)
+  end)
+  teardown(function()
+    admin:close()
+    server:stop()
+  end)
+
+  -- A client whose every state change is kept.
+  local function member_client()
+    local zk = zklua.client{ hosts = server.hosts, timeout = TIMEOUT }
+    local states = {}
+    zk:add_listener(function(state) states[#states + 1] = state end)
+    zk:start()
+    return zk, states
+  end
+
+  local function pump(members, done, what)
+    local ok = child.poll_until(function()
+      for _, qp in ipairs(members) do
+        if qp.release then qp:release_set() end
+      end
+      return done()
+    end, LONG)
+    assert(ok, "timed out waiting for " .. what)
+  end
+
+  local function assert_split(set, members)
+    local owner, count = {}, 0
+    for _, qp in ipairs(members) do
+      for item in qp:iter() do
+        assert(owner[item] == nil, item .. " is owned twice")
+        owner[item] = qp.identifier
+        count = count + 1
+      end
+    end
+    assert.are.equal(#set, count)
+    for _, item in ipairs(set) do assert(owner[item], item .. " is owned by nobody") end
+  end
+
+  it("SetPartitioner: 10k items join, rebalance and leave on 2 s sessions, no session lost",
+     function()
+    local path = "/scale/sp"
+    local set = {}
+    for i = 1, ITEMS do set[i] = "item" .. i end
+    local a, a_states = member_client()
+    local b, b_states = member_client()
+    local pa = a:SetPartitioner{ path = path, set = set, identifier = "a", time_boundary = 0.3 }
+    pump({ pa }, function() return pa.acquired end, "a to own the whole set")
+    assert_split(set, { pa })
+
+    local pb = b:SetPartitioner{ path = path, set = set, identifier = "b", time_boundary = 0.3 }
+    pump({ pa, pb }, function() return pa.acquired and pb.acquired end, "the rebalance")
+    assert_split(set, { pa, pb })
+    assert.is_true(#pb:list() > 0 and #pa:list() > 0)
+
+    pb:finish()
+    pump({ pa }, function() return pa.acquired and #pa:list() == ITEMS end, "a to own it again")
+    assert_split(set, { pa })
+    pa:finish()
+
+    -- no SUSPENDED, no LOST: the bursts never held a ping back past the session's timeout
+    assert.are.same({ "CONNECTED" }, a_states)
+    assert.are.same({ "CONNECTED" }, b_states)
+    a:close()
+    b:close()
+    admin:delete(path, nil, true)
+  end)
+end)
