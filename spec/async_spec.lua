@@ -338,6 +338,9 @@ describe("async operations", function()
 
     it("go out a cork-full at a time while the script never waits", function()
       zk:create(ROOT .. "/x", "v")
+      -- a window wider than the burst: what is tested is the cork (window_spec: the window)
+      local wide = zklua.client{ hosts = server.hosts, max_in_flight = 4000 }
+      wide:start()
       local core = require "zklua.core"
       local node = server:node(1)
       local function received() -- requests the server has read, from its srvr report
@@ -346,7 +349,7 @@ describe("async operations", function()
       end
       local before = received()
       local futures = {}
-      for i = 1, 3000 do futures[i] = zk:get_async(ROOT .. "/x") end -- the cork holds 1024
+      for i = 1, 3000 do futures[i] = wide:get_async(ROOT .. "/x") end -- the cork holds 1024
       local deadline = core.monotonic() + 10
       while received() - before < 2048 and core.monotonic() < deadline do
         core.sleep(0.05) -- sleeps without dispatching: nothing here sends the cork
@@ -355,6 +358,7 @@ describe("async operations", function()
                      tostring(received() - before))
       assert.is_false(futures[3000]:ready())
       for i = 1, 3000 do assert.are.equal("v", (futures[i]:get(10))) end
+      wide:close()
     end)
 
     it("make the fd readable, so an event loop polling it completes them", function()

@@ -2,7 +2,8 @@
 -- SetPartitioner share of 10k items per member on 2 s sessions completes its join, a
 -- rebalance and a leave with no session lost (before the session's window and O(1) work per
 -- lock event, 20k items took 69 s and 26 s of client CPU to acquire, and 100k flooded the
--- server until sessions expired).  The watch bursts are in spec/nesting_spec.lua, the window
+-- server until sessions expired); a member process mid-acquire exits on SIGTERM, and one
+-- whose session expires reports FAILURE and ends.  The watch bursts are in spec/nesting_spec.lua, the window
 -- itself in spec/window_spec.lua.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
@@ -84,5 +85,68 @@ describe("at scale", function()
     a:close()
     b:close()
     admin:delete(path, nil, true)
+  end)
+
+  -- A member process (spec/fixtures/partitioner_child.lua: the seed's loop) in the middle of
+  -- acquiring a 10k share: the issue's failed members spun at 100 % and ignored SIGTERM.
+  local function member_process(path)
+    local numbers = {}
+    for i = 1, ITEMS do numbers[i] = tostring(i) end
+    local kid = child.spawn({ "./zklua", "spec/fixtures/partitioner_child.lua",
+                              "hosts=" .. server.hosts, "path=" .. path, "numbers=1",
+                              "set=" .. table.concat(numbers, ","), "ident=big", "tb=0.3",
+                              "timeout=" .. TIMEOUT })
+    kid:wait_line("^ready", 60)
+    -- mid-acquire: a tenth of the share's locks made
+    local ok = child.poll_until(function()
+      local ok_, list = pcall(admin.get_children, admin, path .. "/locks")
+      return ok_ and #list >= ITEMS / 10
+    end, LONG)
+    assert(ok, "the member never started acquiring")
+    return kid
+  end
+
+  -- The member's party node is gone: its session ended.
+  local function left(path)
+    return child.poll_until(function() return #admin:get_children(path .. "/party") == 0 end, 60)
+  end
+
+  it("a member acquiring a 10k share exits on SIGTERM, and its session ends", function()
+    local path = "/scale/term"
+    local kid = member_process(path)
+    local ok, err = pcall(function()
+      kid:signal("TERM")
+      assert.is_true(kid:wait_exit(60), "the member did not exit after SIGTERM")
+      assert.are.equal(128 + 15, kid.status)
+      assert.is_true(left(path), "the member's party node outlived it")
+    end)
+    kid:cleanup()
+    admin:delete(path, nil, true)
+    assert(ok, err)
+  end)
+
+  it("a member whose session expires mid-acquire reports FAILURE and ends", function()
+    local path = "/scale/expired"
+    local kid = member_process(path)
+    local ok, err = pcall(function()
+      local id, hex = kid:stdout():match("^ready %d+ (%S+) (%x+)")
+      local passwd = hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+      local failed = false
+      for _ = 1, 30 do -- another session takes it over, then closes it: the server expires it
+        local other = zklua.client{ hosts = server.hosts, client_id = { id, passwd }, timeout = 2 }
+        pcall(other.start, other, 2)
+        other:close()
+        failed = child.poll_until(function() return kid:stdout():find("\nfailed ") ~= nil end, 1)
+        if failed then break end
+      end
+      assert.is_true(failed, "the member did not see its session expire")
+      assert.truthy(kid:stdout():find("SessionExpiredError", 1, true))
+      assert.is_true(kid:wait_exit(60), "the member did not end after its FAILURE")
+      assert.are.equal(0, kid.status)
+      assert.is_true(left(path))
+    end)
+    kid:cleanup()
+    admin:delete(path, nil, true)
+    assert(ok, err)
   end)
 end)

@@ -132,14 +132,16 @@ local function current_owners(members)
 end
 
 -- Waits until the live members own every item of set exactly once.
-local function wait_full_cover(members, set, timeout, what)
+-- also (optional): a further condition on the owners (e.g. that every member has a share:
+-- a cover among fewer members may come first, before the last one joined).
+local function wait_full_cover(members, set, timeout, what, also)
   local last
   local ok = child.poll_until(function()
     last = current_owners(members)
     for _, item in ipairs(set) do
       if not last[item] then return false end
     end
-    return true
+    return also == nil or also(last)
   end, timeout or 30)
   if not ok then
     local missing = {}
@@ -672,9 +674,15 @@ describe("SetPartitioner", function()
       members[2] = spawn_kazoo("k1")
       members[3] = spawn("z2", set)
       members[4] = spawn_kazoo("k2")
-      local owners = wait_full_cover(members, set, 40, "two kazoo and two zklua members")
-      -- every member owns exactly kazoo's round-robin share
       local sorted_members = { "k1", "k2", "z1", "z2" }
+      local owners = wait_full_cover(members, set, 40, "two kazoo and two zklua members",
+                                     function(o)
+        for _, name in ipairs(sorted_members) do
+          if #owned_by(o, name) ~= #set / 4 then return false end
+        end
+        return true
+      end)
+      -- every member owns exactly kazoo's round-robin share
       for i, name in ipairs(sorted_members) do
         local want = {}
         for k = i, #set, 4 do want[#want + 1] = set[k] end

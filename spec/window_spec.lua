@@ -57,6 +57,27 @@ describe("the session's window (max_in_flight)", function()
     zk:close()
   end)
 
+  it("bounds what goes out even while the script never waits (no answer taken)", function()
+    local zk = client(100)
+    zk:create(ROOT .. "/quiet", "v")
+    local core = require "zklua.core"
+    local function received() -- requests the server has read, from its srvr report
+      local report = core.four_letter("127.0.0.1", server:node(1).port, "srvr", 2)
+      return tonumber(report and report:match("Received: (%d+)"))
+    end
+    local before = received()
+    local futures = {}
+    for i = 1, 3000 do futures[i] = zk:get_async(ROOT .. "/quiet") end -- past the cork's 1024
+    helpers.wait_until(function() return received() - before >= 100 end, 30, "the window sent")
+    core.sleep(0.5) -- without dispatching: nothing is taken, so nothing more may go out
+    -- (the other sessions' pings count too: a few at most)
+    local sent = received() - before
+    assert.is_true(sent >= 100 and sent <= 110, "sent without a wait: " .. sent)
+    for i = 1, 3000 do assert.are.equal("v", (futures[i]:get(30))) end
+    zk:delete(ROOT .. "/quiet")
+    zk:close()
+  end)
+
   it("the default window is 1000", function()
     local zk = client(nil)
     local base = ROOT .. "/default"

@@ -12,7 +12,7 @@
  *   sp:fail(attempt), sp:release_set(), sp:release_in_background(), sp:set_changed(),
  *   sp:finish(), sp:joining(), sp:joined(), sp:busy(), sp:items() -> {name, ...},
  *   sp:fencing_token(name) -> token | nil,
- *   sp:node(), sp:id(), sp:inflight()
+ *   sp:node(), sp:id(), sp:inflight(), sp:releasing() -> locks release_set/finish wait for
  *
  * The state machine is C; lua/zklua/recipes/partitioner.lua computes partitions (the notify
  * ZKL_SP_NOTIFY_PARTITION, target sp:id()), waits and talks to the user.  Every call is a safe
@@ -164,6 +164,7 @@ static int sp_fencing_token(lua_State *L)
 ZKL_RECIPE_STRING(sp_node, check_sp, zkl_sp_node)
 ZKL_RECIPE_INTEGER(sp_id, check_sp, zkl_sp_id)
 ZKL_RECIPE_INTEGER(sp_inflight, check_sp, zkl_sp_inflight)
+ZKL_RECIPE_INTEGER(sp_releasing, check_sp, zkl_sp_releasing)
 
 static const luaL_Reg sp_methods[] = {
     {"state", sp_state},
@@ -184,6 +185,7 @@ static const luaL_Reg sp_methods[] = {
     {"node", sp_node},
     {"id", sp_id},
     {"inflight", sp_inflight},
+    {"releasing", sp_releasing},
     {NULL, NULL},
 };
 

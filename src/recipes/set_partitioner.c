@@ -837,6 +837,11 @@ int zkl_sp_busy(zkl_set_partitioner *sp)
                           zkl_party_phase_of(sp->party) == ZKL_PARTY_JOINING));
 }
 
+long zkl_sp_releasing(const zkl_set_partitioner *sp)
+{
+    return (sp->step == STEP_RELEASE ? sp->counted : 0) + sp->busy.count;
+}
+
 zkl_sp_state zkl_sp_state_of(const zkl_set_partitioner *sp)
 {
     return sp->state;

@@ -123,6 +123,8 @@ int zkl_sp_joining(const zkl_set_partitioner *sp);
 int zkl_sp_joined(const zkl_set_partitioner *sp);
 /* Whether releases (or the party's leave) started by release_set or finish are under way. */
 int zkl_sp_busy(zkl_set_partitioner *sp);
+/* How many locks release_set or finish still wait for: it falls as they make progress. */
+long zkl_sp_releasing(const zkl_set_partitioner *sp);
 
 zkl_sp_state zkl_sp_state_of(const zkl_set_partitioner *sp);
 zkl_sp_failure zkl_sp_failure_of(const zkl_set_partitioner *sp, int *rc);

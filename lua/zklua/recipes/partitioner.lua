@@ -343,10 +343,22 @@ end
 -- it); while disconnected at most a session timeout (then false: the nodes are deleted once
 -- reconnected, or vanish with the session).  Ends with ConnectionClosedError or
 -- AuthFailedError when the client is stopped, closed or AUTH_FAILED.
+-- timeout nil: the client's timeout without progress (one more lock released starts it
+-- again), so that a share of any size can be released while a stuck release still ends.
 local function wait_reachable(self, fname, timeout, done)
   local client = self.client
-  if timeout == nil then timeout = client._timeout end
-  local ok, why = waits.while_reachable(client, done, base.deadline(timeout))
+  local ok, why
+  if timeout == nil then
+    timeout = client._timeout
+    repeat
+      local left = self._ud:releasing()
+      ok, why = waits.while_reachable(client, function()
+        return done() or self._ud:releasing() < left
+      end, base.deadline(timeout))
+    until not ok or done()
+  else
+    ok, why = waits.while_reachable(client, done, base.deadline(timeout))
+  end
   if ok then return true end
   if why == "timeout" then
     base.raise_timeout(errors.TimeoutError, fname, self.path, timeout)
@@ -357,7 +369,8 @@ end
 
 --- Releases the set (deletes every item lock, waiting for it) and allocates again.  In
 -- ALLOCATING it starts the allocation over; in FAILURE it does nothing.  timeout (beyond
--- kazoo): seconds, default the client's timeout; TimeoutError then, the release going on.
+-- kazoo): seconds, default the client's timeout without progress (each lock released starts
+-- it again); TimeoutError then, the release going on.
 -- While disconnected it waits at most a session timeout: then the locks count as released
 -- (they are deleted once reconnected, or vanish with the session).
 function SetPartitioner:release_set(timeout)
