@@ -158,6 +158,20 @@ static void list_remove(sp_list *list, sp_lock *x)
     list->count--;
 }
 
+/* Takes the first lock off list (NULL when empty). */
+static sp_lock *list_pop(sp_list *list)
+{
+    sp_lock *x = list->head;
+    if (!x)
+        return NULL;
+    list->head = x->next;
+    if (x->next)
+        x->next->prev = NULL;
+    x->next = x->prev = NULL;
+    list->count--;
+    return x;
+}
+
 static void free_sp_lock(sp_lock *x)
 {
     zkl_lock_free(x->lock); /* an idle lock goes; a busy one finishes as an orphan */
@@ -213,17 +227,13 @@ static void drop_items(zkl_set_partitioner *sp, int release)
 void zkl_sp_tidy(zkl_set_partitioner *sp)
 {
     if (!sp->s) { /* nothing works without the session: every lock let go is done */
-        while (sp->busy.head) {
-            sp_lock *x = sp->busy.head;
-            list_remove(&sp->busy, x);
+        sp_lock *x;
+        while ((x = list_pop(&sp->busy)) != NULL)
             list_push(&sp->idle, x);
-        }
     }
-    while (sp->idle.head) {
-        sp_lock *x = sp->idle.head;
-        list_remove(&sp->idle, x);
+    sp_lock *x;
+    while ((x = list_pop(&sp->idle)) != NULL)
         free_sp_lock(x);
-    }
 }
 
 /* Leaves the party (a join under way: the party is let go and never joins). */
@@ -670,11 +680,9 @@ void zkl_sp_free(zkl_set_partitioner *sp)
     sp->orphaned = 1;
     sp_list *lists[] = {&sp->busy, &sp->idle};
     for (int i = 0; i < 2; i++) {
-        while (lists[i]->head) {
-            sp_lock *x = lists[i]->head;
-            list_remove(lists[i], x);
+        sp_lock *x;
+        while ((x = list_pop(lists[i])) != NULL)
             free_sp_lock(x); /* a busy one finishes its release as an orphan */
-        }
     }
     zkl_party_free(sp->party); /* finishes its leave as an orphan */
     sp->party = NULL;
@@ -720,6 +728,7 @@ int zkl_sp_assign(zkl_set_partitioner *sp, uint64_t attempt, const char *const *
     if (!sp->s || sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_PARTITION ||
         attempt != sp->attempt)
         return 0;
+    sp->item_count = 0; /* (drop_items left none) */
     if ((sp->items = calloc(count > 0 ? (size_t)count : 1, sizeof *sp->items)) == NULL)
         goto no_memory;
     for (int i = 0; i < count; i++) {
