@@ -34,7 +34,7 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua spec/connection_retry_spec.lua \
              spec/counter_backoff_spec.lua spec/waker_spec.lua spec/service_discovery_spec.lua \
-             spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua
+             spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua spec/window_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
         valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity fuzz-long \

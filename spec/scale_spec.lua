@@ -1,5 +1,5 @@
 -- The scale points of make bench-scale (docs/scale.md) at a size make test can afford: a
--- SetPartitioner share of 10k items per member on 2 s sessions completes its join, a
+-- SetPartitioner share of 10k items per member completes its join, a
 -- rebalance and a leave with no session lost (before the session's window and O(1) work per
 -- lock event, 20k items took 69 s and 26 s of client CPU to acquire, and 100k flooded the
 -- server until sessions expired); a member process mid-acquire exits on SIGTERM, and one
@@ -11,7 +11,10 @@ local helpers = require "support.helpers"
 local child = require "fixtures.child"
 
 local ITEMS = 10000
-local TIMEOUT = 2 -- the members' session timeout (s): the one the issue's grid used
+-- the members' session timeout (s): the issue's under-load points use 10 s (its 2 s grid runs
+-- in make bench-scale, on a machine left alone: a loaded one can starve a client's own I/O
+-- thread past 2/3 of 2 s)
+local TIMEOUT = 10
 local LONG = 300  -- an upper bound for each wait, never a speed claim
 
 describe("at scale", function()
@@ -58,7 +61,7 @@ describe("at scale", function()
     for _, item in ipairs(set) do assert(owner[item], item .. " is owned by nobody") end
   end
 
-  it("SetPartitioner: 10k items join, rebalance and leave on 2 s sessions, no session lost",
+  it("SetPartitioner: 10k items join, rebalance and leave, no session lost",
      function()
     local path = "/scale/sp"
     local set = {}
