@@ -216,7 +216,9 @@ ZKL_RECIPE_VOID(allocator_touch, check_allocator, zkl_allocator_touch)
 
 static int allocator_generation(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)zkl_allocator_generation(check_allocator(L)));
+    int64_t generation;
+    zkl_allocator_assignment(check_allocator(L), &generation, NULL);
+    lua_pushinteger(L, (lua_Integer)generation);
     return 1;
 }
 
