@@ -40,6 +40,7 @@ local BAD_PATHS = {
   { "overlong UTF-8", ROOT .. "/\xc0\xaf" },
   { "truncated UTF-8", ROOT .. "/\xe2\x82" },
   { "control character", ROOT .. "/a\1b" },
+  { "longer than one request can carry", ROOT .. "/" .. string.rep("p", 1024 * 1024) },
   { "a number", 42 },
   { "a table", {} },
   { "nil", nil },
@@ -189,6 +190,44 @@ describe("bad input", function()
       local other = big:reverse()
       zk:set(ROOT .. "/big", other)
       assert.are.equal(other, (zk:get(ROOT .. "/big")))
+    end)
+  end)
+
+  -- A server closes the connection on a request over its 1 MiB limit, and a recipe that
+  -- retried one would close every new connection after it: the session flapped for ever,
+  -- never LOST (the fuzz found it with a 1 MiB path under a watch).
+  describe("requests over the server's limit", function()
+    local core = require "zklua.core"
+
+    -- the connection carried on: same session, no state change, the next op works
+    local function assert_connection_kept(session_id, states)
+      assert.are.same({}, states)
+      assert.are.equal("CONNECTED", zk.state)
+      assert.are.equal(session_id, (zk:client_id()))
+      assert.are.same({}, zk:get_children(ROOT))
+    end
+
+    it("fail at once when a recipe derives one from a path within the limit", function()
+      local states = {}
+      zk:add_listener(function(state) states[#states + 1] = state end)
+      local session_id = zk:client_id()
+      -- the path is within the limit; the lock node's name under it takes it over
+      local path = "/" .. string.rep("p", core.max_packet - 130)
+      local lock = zk:Lock(path)
+      local ok, err = pcall(lock.acquire, lock, true, 5)
+      assert.is_false(ok)
+      assert(errors.is(err, errors.BadArgumentsError), tostring(err))
+      assert(#tostring(err) < 400, "the message is not a dump of the path")
+      assert_connection_kept(session_id, states)
+    end)
+
+    it("refuse an auth that every new connection would send again", function()
+      local states = {}
+      zk:add_listener(function(state) states[#states + 1] = state end)
+      local session_id = zk:client_id()
+      rejected("credential", zk.add_auth, zk, "digest", string.rep("u", 1024 * 1024))
+      assert.are.same({}, zk.auth_data)
+      assert_connection_kept(session_id, states)
     end)
   end)
 

@@ -1148,6 +1148,11 @@ function Client:add_auth_async(scheme, credential)
   if type(credential) ~= "string" then
     check.fail("add_auth", "credential", "credential must be a string")
   end
+  if #scheme + #credential + 64 > core.max_packet then -- sent again with every new connection
+    check.fail("add_auth", "credential", string.format("scheme and credential are %d bytes, " ..
+               "over the server's limit of %d (1 MiB per request)", #scheme + #credential,
+               core.max_packet - 64))
+  end
   local session = self:_usable_session("add_auth")
   self._has_auth = true -- sent again with every new session: start() waits for its answer
   local known = false

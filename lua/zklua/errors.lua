@@ -16,7 +16,11 @@ instance_mt.__index = instance_mt
 function instance_mt.__tostring(err)
   local text = err.name
   if err.message and err.message ~= "" then text = text .. ": " .. err.message end
-  if err.path then text = text .. " (path " .. err.path .. ")" end
+  local path = err.path
+  if type(path) == "string" and #path > 200 then -- a message, not a dump of a 1 MiB path
+    path = path:sub(1, 160) .. "... (" .. #path .. " bytes)"
+  end
+  if path then text = text .. " (path " .. tostring(path) .. ")" end
   return text
 end
 

@@ -42,6 +42,7 @@
  * when its connection or handle ends), so every place in the window frees.
  */
 #include "ops.h"
+#include "path.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -461,6 +462,46 @@ static void append_unsent(zkl_session *s, zkl_event *op)
     s->unsent_count++;
 }
 
+static size_t text_bytes(const char *text)
+{
+    return text ? strlen(text) : 0;
+}
+
+static size_t acl_bytes(const struct ACL_vector *acl)
+{
+    size_t n = 0;
+    for (int i = 0; acl && i < acl->count; i++)
+        n += 16 + text_bytes(acl->data[i].id.scheme) + text_bytes(acl->data[i].id.id);
+    return n;
+}
+
+/* About what op would carry on the wire (a little more, never less): a server closes the
+ * connection on a request over ZKL_MAX_PACKET, and would again on every reconnect while a
+ * recipe retries it, so such an op fails at once (submit).  Callers check paths and values
+ * first, with messages that name them; this catches what a recipe derives from them. */
+static size_t request_bytes(const zkl_event *op, const zkl_request *r)
+{
+    size_t n = 64 + text_bytes(r->path) + (r->len > 0 ? (size_t)r->len : 0) + acl_bytes(r->acl) +
+               text_bytes(r->joining) + text_bytes(r->leaving) + text_bytes(r->members);
+    const zkl_multi *m = op->op == ZKL_OP_MULTI ? op->multi : NULL;
+    for (int i = 0; m && i < m->count; i++) {
+        const zoo_op_t *o = &m->ops[i];
+        n += 32;
+        if (o->type == ZOO_CREATE_OP || o->type == ZOO_CREATE_CONTAINER_OP ||
+            o->type == ZOO_CREATE_TTL_OP)
+            n += text_bytes(o->create_op.path) + (size_t)(o->create_op.datalen > 0 ?
+                 o->create_op.datalen : 0) + acl_bytes(o->create_op.acl);
+        else if (o->type == ZOO_SETDATA_OP)
+            n += text_bytes(o->set_op.path) + (size_t)(o->set_op.datalen > 0 ?
+                 o->set_op.datalen : 0);
+        else if (o->type == ZOO_DELETE_OP)
+            n += text_bytes(o->delete_op.path);
+        else
+            n += text_bytes(o->check_op.path);
+    }
+    return n;
+}
+
 /*
  * Submits op with the caller's arguments r: handed to the library at once when the session is
  * connected and nothing waits before it, else kept in the unsent list, in order.  A read that
@@ -477,6 +518,8 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
         if (rc == ZOK)
             rc = wrc;
     }
+    if (rc == ZOK && request_bytes(op, r) > ZKL_MAX_PACKET)
+        rc = ZBADARGUMENTS;
     if (rc != ZOK)
         return submitted(s, op, rc);
     int connected = connected_now(s);
@@ -672,6 +715,11 @@ static uint64_t send_auth(zkl_session *s, const zkl_auth *a, int internal)
 
 uint64_t zkl_op_add_auth(zkl_session *s, const char *scheme, const char *cred, int len)
 {
+    if ((size_t)len + strlen(scheme) + 64 > ZKL_MAX_PACKET) {
+        /* never remembered: sent again on every reconnect, it would close each connection */
+        zkl_event *op = new_op(s, ZKL_OP_AUTH, NULL);
+        return op ? submitted(s, op, ZBADARGUMENTS) : 0;
+    }
     if (zkl_session_remember_auth(s, scheme, cred, len) != 0)
         return 0;
     if (s->zh)

@@ -57,6 +57,8 @@ const char *zkl_path_problem(const char *path, size_t len, int sequential)
         return "must start with '/'";
     if (len == 1)
         return NULL;
+    if (len > ZKL_MAX_PATH)
+        return "is longer than a request to the server can carry (1 MiB)";
     if (path[len - 1] == '/' && !sequential)
         return "must not end with '/'";
     size_t name_start = 1;

@@ -174,7 +174,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_service_instance(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
-    lua_pushinteger(L, 1024 * 1024 - 1);
+    lua_pushinteger(L, ZKL_MAX_PACKET);
     lua_setfield(L, -2, "max_packet");
     return 1;
 }
