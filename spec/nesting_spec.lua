@@ -1,6 +1,6 @@
 -- No work nests to a depth the input decides (issues 20 and 23): a burst of watch events, a
--- path 2000 levels deep whose create fails at the top, and clients closed and made inside
--- callbacks, against a real server.
+-- path 2000 levels deep whose create fails at the top, slow callbacks queued before a
+-- caller's answer, and clients closed and made inside callbacks, against a real server.
 --
 -- User callbacks never nest one inside another's wait (zklua.handlers.blocking, and the
 -- coroutine handlers' callback coroutine), and a chain of futures settles in a loop
@@ -100,6 +100,38 @@ describe("nesting", function()
       cache:close()
       zk:delete(ROOT .. "/made", nil, true)
       assert.is_nil(zk:exists(ROOT .. "/made"))
+    end)
+  end)
+
+  describe("slow callbacks and a waiting caller (blocking handler)", function()
+    it("a call returns once answered, not after every queued callback; they all run later, " ..
+       "in order", function()
+      local N = 20
+      local base = ROOT .. "/slow"
+      local ran = {}
+      -- a second client attached: a sync op inside a callback then waits through the
+      -- handler's loop, where the next events queue behind it (alone, it waits in C)
+      local second = helpers.client(server.hosts)
+      zk:create(base, "")
+      for i = 1, N do
+        local path = base .. "/n" .. i
+        zk:create(path, "0")
+        zk:get(path, function()
+          zk:get(path) -- each callback waits for an answer of its own
+          ran[#ran + 1] = i
+        end)
+      end
+      -- another process sets the N nodes while this one runs no event loop: the N events
+      -- reach zk before the answer of the call below (a session sees the server's order)
+      local argv = helpers.lua_argv("spec/fixtures/watch_burst.lua", "write", server.hosts,
+                                    base, tostring(N))
+      for i, word in ipairs(argv) do argv[i] = child.quote(word) end
+      helpers.run(table.concat(argv, " "), 60)
+      zk:get(ROOT)
+      assert.is_true(#ran < N, "the call waited for all " .. #ran .. " callbacks")
+      helpers.wait_until(function() return #ran == N end, 30)
+      for i = 1, N do assert.are.equal(i, ran[i]) end
+      second:close()
     end)
   end)
 

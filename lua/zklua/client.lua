@@ -378,11 +378,15 @@ function Client:dispatch(timeout)
     -- plain op completions resolve their futures in C (session:drain); the others come here
     local settled, kind, a, b, c, d, e = session:drain(self._pending)
     handled = handled + settled
-    if not self:_handle(kind, a, b, c, d, e) then return handled end
+    if not self:_handle(kind, a, b, c, d, e) then break end
     handled = handled + 1
     session = self._session -- a callback may have closed the client
-    if not session then return handled end
+    if not session then break end
   end
+  -- callbacks a finished wait left queued (zklua.handlers.blocking)
+  local drain = self.handler.drain
+  if drain then handled = handled + drain() end
+  return handled
 end
 
 --- Blocks until events wait or timeout seconds pass (nil: up to 0.2 s; it returns at least

@@ -14,6 +14,12 @@
 -- after it returns.  State listeners run at once, also while a callback waits (kazoo calls
 -- them from its connection thread): run_listener is a lane of its own, so a listener that
 -- waits defers the next state change's listeners, not the callbacks, and the depth stays two.
+--
+-- A lane never holds a waiting caller longer than one callback: between two queued callbacks
+-- it checks the innermost wait's condition, and once that holds it leaves the rest queued and
+-- the caller returns (kazoo's caller never waits for its callback thread at all).  What is
+-- left runs at the next wait, dispatch or callback, in order.  So a stream of slow callbacks
+-- (a watch re-arming on every reconnect of a flapping connection) cannot starve a call.
 local core = require "zklua.core"
 local unpack = require("zklua.compat").unpack
 
@@ -48,8 +54,9 @@ function blocking.detach(client)
   mark_lone_client()
 end
 
---- Runs every attached client's pending events; returns how many were handled.  The clients
--- are listed first: a callback may close a client or make a new one while the walk goes on.
+--- Runs every attached client's pending events, then what the lanes left queued; returns
+-- how many were handled.  The clients are listed first: a callback may close a client or make
+-- a new one while the walk goes on.
 local function dispatch_all()
   local list, n = {}, 0
   for client in pairs(clients) do
@@ -60,48 +67,73 @@ local function dispatch_all()
   for i = 1, n do
     handled = handled + list[i]:dispatch(0)
   end
-  return handled
+  return handled + blocking.drain()
 end
 
 local function report(err)
   blocking.log_callback_error("callback", err)
 end
 
---- A lane: a function run(fn, ...) that runs fn(...) now when nothing of its lane runs, else
--- after it (see the file's opening comment), protected: an error fn raises is logged and the
--- queue goes on.  running() tells whether one runs.
+-- The condition of the innermost wait in progress (nil: none): a lane pauses once it holds.
+local wait_done = nil
+
+local function caller_done()
+  return wait_done ~= nil and wait_done()
+end
+
+--- A lane: a function run(fn, ...) that runs fn(...) now when nothing of its lane runs or
+-- waits in its queue, else after them (see the file's opening comment), protected: an error
+-- fn raises is logged and the queue goes on.  running() tells whether one runs; drain() runs
+-- what waits (pausing as run does) and returns how many ran.
 local function lane()
   local running = false
   local queue, head, tail = {}, 1, 0 -- the calls waiting: {fn, n, ...}, FIFO
+  local function drain()
+    if running then return 0 end
+    running = true
+    local ran = 0
+    while head <= tail do
+      local item = queue[head]
+      queue[head] = nil
+      head = head + 1
+      local ok, err = pcall(item[1], unpack(item, 3, item[2] + 2))
+      if not ok then pcall(report, err) end
+      ran = ran + 1
+      if caller_done() then break end
+    end
+    if head > tail then head, tail = 1, 0 end
+    running = false
+    return ran
+  end
   local function run(fn, ...)
-    if running then
+    if running or head <= tail then
       tail = tail + 1
       queue[tail] = { fn, select("#", ...), ... }
+      if not running then drain() end
       return
     end
     running = true
     local ok, err = pcall(fn, ...)
     if not ok then pcall(report, err) end
-    while head <= tail do
-      local item = queue[head]
-      queue[head] = nil
-      head = head + 1
-      ok, err = pcall(item[1], unpack(item, 3, item[2] + 2))
-      if not ok then pcall(report, err) end
-    end
-    head, tail = 1, 0
     running = false
+    if head <= tail and not caller_done() then drain() end
   end
-  return run, function() return running end
+  return run, function() return running end, drain
 end
 
-local in_callback
-blocking.run_callback, in_callback = lane()
-blocking.run_listener = lane()
+local in_callback, drain_callbacks, drain_listeners, _
+blocking.run_callback, in_callback, drain_callbacks = lane()
+blocking.run_listener, _, drain_listeners = lane()
 
 --- Whether a user callback runs now (its waits run no other callback).
 function blocking.in_callback()
   return in_callback()
+end
+
+--- Runs the listeners and callbacks a wait that ended left queued (Client:dispatch calls it);
+-- returns how many ran.
+function blocking.drain()
+  return drain_listeners() + drain_callbacks()
 end
 
 local function fds()
@@ -119,10 +151,7 @@ local function only_client()
   return next(clients)
 end
 
---- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
--- Returns done()'s final answer.
-function blocking.wait(done, timeout)
-  if done() then return true end
+local function wait_loop(done, timeout)
   local deadline = timeout and core.monotonic() + timeout
   while true do
     if dispatch_all() == 0 then
@@ -143,6 +172,18 @@ function blocking.wait(done, timeout)
     end
     if done() then return true end
   end
+end
+
+--- Runs the event loops until done() is true or timeout seconds pass (nil: no limit).
+-- Returns done()'s final answer.
+function blocking.wait(done, timeout)
+  if done() then return true end
+  local outer = wait_done
+  wait_done = done
+  local ok, result = pcall(wait_loop, done, timeout)
+  wait_done = outer
+  if not ok then error(result, 0) end
+  return result
 end
 
 --- Sleeps seconds while running the event loops.
