@@ -388,7 +388,7 @@ http {
     assert.are.equal(200, status, report)
     local failures = tonumber(report:match("failures (%-?%d+)%s*$"))
     assert.are.equal(0, failures, report .. "\n" .. nginx:error_log())
-    assert.truthy(report:find("Ran 12 tests", 1, true), report)
+    assert.truthy(report:find("Ran 13 tests", 1, true), report)
     assert.is_true(nginx:stop(), "nginx did not exit on SIGQUIT")
     nginx:assert_clean("the handler's tests")
     helpers.delete_trees(server.hosts, "/ngx-handler-tests")
