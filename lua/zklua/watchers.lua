@@ -57,14 +57,49 @@ function DataWatch:_stop()
   self.client:remove_listener(self._listener)
 end
 
---- Reads the node with a watch and calls func if it changed; event is what triggered it.
+-- Calls func with what a fetch read, if it changed; the watch is armed again.
+function DataWatch:_report(data, stat, event)
+  self.armed = true
+  local version = stat and stat.mzxid or false
+  if version ~= self.version or not self.called then
+    self.version, self.called = version, true
+    call_func(self.client, self, data, stat, event)
+  end
+end
+
+-- The watch function of every read: a change starts a fetch that does not wait (NONE: the
+-- session expired, CONNECTED will re-arm).
+local function on_change_of(watch)
+  return function(ev)
+    if ev.type ~= "NONE" then watch:_refetch(ev) end
+  end
+end
+
+--- A fetch on a change event: the read goes out at once and its answer is handled as a
+-- callback of its own, so a burst of N events costs N reads in flight (the session's window
+-- paces them), not N round trips one after another.  Anything but a plain answer (no node,
+-- a lost connection) is left to the waiting fetch, which retries, or re-arms on CONNECTED.
+function DataWatch:_refetch(event)
+  if self.stopped then return end
+  local client, watch = self.client, self
+  local ticket = begin_fetch(self)
+  local ok, future = pcall(client.get_async, client, self.path, self._on_change)
+  if not ok then return self:_fetch(event) end
+  future:rawlink(function(f)
+    if overtaken(watch, ticket) then return end
+    local read, data, stat = pcall(f.get, f, 0)
+    if not read then return watch:_fetch(event) end
+    watch:_report(data, stat, event)
+  end)
+end
+
+--- Reads the node with a watch (waiting, retried) and calls func if it changed; event is what
+-- triggered it.
 function DataWatch:_fetch(event)
   if self.stopped then return end
-  local client, path, watch = self.client, self.path, self
+  local client, path = self.client, self.path
   local ticket = begin_fetch(self)
-  local on_change = function(ev) -- NONE: the session expired, CONNECTED will re-arm
-    if ev.type ~= "NONE" then watch:_fetch(ev) end
-  end
+  local on_change = self._on_change
   local ok, data, stat = pcall(client.retry, client, client.get, client, path, on_change)
   if overtaken(self, ticket) then return end
   if not ok and errors.is(data, errors.NoNodeError) then
@@ -81,12 +116,7 @@ function DataWatch:_fetch(event)
     end
     return
   end
-  self.armed = true
-  local version = stat and stat.mzxid or false
-  if version ~= self.version or not self.called then
-    self.version, self.called = version, true
-    call_func(client, self, data, stat, event)
-  end
+  self:_report(data, stat, event)
 end
 
 -- A state listener: the fetch waits, so it runs as a user callback (kazoo spawns it).
@@ -123,6 +153,7 @@ function watchers.DataWatch(client, path, func, opts)
   local watch = setmetatable({ client = client, path = path, kind = "DataWatch",
                                stopped = false, armed = false, called = false, fetches = 0 },
                              DataWatch)
+  watch._on_change = on_change_of(watch)
   if func ~= nil then watch:_start(func) end
   return watch
 end
