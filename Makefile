@@ -37,7 +37,7 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua spec/window_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
-        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity fuzz-long \
+        valgrind soak docs chaos test-fast test-repeat test-partition kazoo-parity curator-parity fuzz-long \
         bench-scale
 
 all: build/zklua/core.so zklua
@@ -130,6 +130,13 @@ LUA ?= lua5.4
 kazoo-parity: deps all $(if $(filter luajit%,$(LUA)),luajit)
 	scripts/kazoo-parity --lua=$(LUA)
 
+# Curator's own test classes translated into spec/curator/ (one file per class): one line per
+# Curator test method (pass, difference KEY, not applicable, missing, FAIL) and totals per class
+# (scripts/curator-parity); non-zero on a FAIL or a missing test.  Lua 5.4, or LuaJIT with
+# LUA=luajit.  make test runs it through spec/curator_parity_spec.lua.
+curator-parity: deps all $(if $(filter luajit%,$(LUA)),luajit)
+	scripts/curator-parity --lua=$(LUA)
+
 test-lua54: deps all
 	scripts/run-specs
 
@@ -141,7 +148,7 @@ SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum en
               tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
               docs every_wait_ends logging partition curator_interop curator_semaphore \
-              persistent_node curator_discovery))
+              persistent_node curator_discovery curator_parity))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all
 	scripts/run-specs $(FAST_SPECS)

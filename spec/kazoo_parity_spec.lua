@@ -3,7 +3,8 @@
 -- (with and without a README row), FAIL for a failed test, for a name that is no kazoo test,
 -- for a bare name two classes share and for a not-applicable entry that is also translated or
 -- names no test, "not applicable: reason", "missing"; the totals; and the count of FAILs and
--- missing tests it leaves for scripts/kazoo-parity's exit status.
+-- missing tests it leaves for scripts/kazoo-parity's exit status.  The same handler for
+-- make curator-parity (ZKLUA_PARITY_KIND=curator), on a demo "Curator class".
 local helpers = require "support.helpers"
 
 local DIR = "spec/fixtures/parity/"
@@ -59,5 +60,54 @@ describe("make kazoo-parity's report", function()
   it("totals the file and leaves the number of FAILs and missing tests", function()
     assert.is_truthy(out:find("test_demo.py%s+2 pass, 1 difference, 1 not applicable, 2 missing, 6 FAIL"), out)
     assert.are.equal("8\n", result)
+  end)
+end)
+
+describe("make curator-parity's report", function()
+  local out, result
+
+  setup(function()
+    local file = os.tmpname()
+    local lua = helpers.LUAJIT and "luajit" or "lua5.4"
+    local stdout, stderr = helpers.run(string.format(
+      "ZKLUA_PARITY_KIND=curator ZKLUA_PARITY_INVENTORY=%sinventory_curator.lua " ..
+      "ZKLUA_PARITY_NOT_APPLICABLE=%snot_applicable_curator.lua ZKLUA_PARITY_RESULT=%s " ..
+      "ZKLUA_PARITY_PARTIAL=0 busted --lua=%s -o spec/support/parity.lua " ..
+      "--pattern=^TestDemo %sTestDemo.lua", DIR, DIR, file, lua, DIR), 120)
+    out = stdout .. stderr
+    local f = io.open(file)
+    result = f and f:read("*a")
+    if f then f:close() end
+    os.remove(file)
+  end)
+
+  local function status(name)
+    for line in out:gmatch("[^\n]+") do
+      local n, s = line:match("^(%S+)%s%s+(.-)%s*$")
+      if n == name then return s end
+    end
+    return nil
+  end
+
+  it("names each test Class::method, the describe's class or the file's", function()
+    assert.are.equal("pass", status("TestDemo::testPass"), out)
+    assert.are.equal("pass", status("TestDemoBase::testInherited"), out)
+    assert.are.equal("not applicable: a Java-only API", status("TestDemo::testNa"), out)
+    assert.are.equal("missing", status("TestDemo::testMissing"), out)
+    assert.are.equal("FAIL", status("TestDemo::testFails"), out)
+  end)
+
+  it("takes difference keys from the Differences from Curator table only", function()
+    assert.are.equal("difference mutex-reentry", status("TestDemo::testDiff"), out)
+    assert.are.equal("FAIL", status("TestDemo::testKazooKey"), out)
+    assert.is_truthy(out:find("difference lost-after-timeout has no row in README.md's " ..
+                              "\"Differences from Curator\" table", 1, true), out)
+  end)
+
+  it("totals per Curator class and leaves the number of FAILs and missing tests", function()
+    assert.is_truthy(out:find("totals per Curator class:", 1, true), out)
+    assert.is_truthy(out:find("TestDemo%s+1 pass, 1 difference, 1 not applicable, 1 missing, 2 FAIL"), out)
+    assert.is_truthy(out:find("TestDemoBase%s+1 pass, 0 difference"), out)
+    assert.are.equal("3\n", result)
   end)
 end)

@@ -1,33 +1,59 @@
--- A busted output handler for the translated kazoo tests (spec/kazoo, `make kazoo-parity`):
--- one line per kazoo test, then totals per kazoo file and overall.
+-- A busted output handler for translated test suites of other libraries: kazoo's tests
+-- (spec/kazoo, `make kazoo-parity`) and, with ZKLUA_PARITY_KIND=curator, Curator's test classes
+-- (spec/curator, `make curator-parity`): one line per test, then totals per file (class) and
+-- overall.
 --
 --   test_lock.py::test_lock_cancel            pass
 --   test_lock.py::test_foo                    difference lock-reentry
 --   test_client.py::test_gevent_handler       not applicable: gevent is Python's
 --   test_lock.py::test_bar                    FAIL
+--   TestLeaderLatch::testResetRace            pass
 --
--- A test is named "<kazoo file>::<kazoo test>": the spec's outer describe is the kazoo file
--- ("test_lock.py"), its `it` the kazoo test (inner describes, if any, join with "::").
+-- kazoo: a test is named "<kazoo file>::<kazoo test>": the spec's outer describe is the kazoo
+-- file ("test_lock.py"), its `it` the kazoo test (inner describes, if any, join with "::").
+-- Curator: "<test class>::<test method>": the outer describe is the class ("TestLeaderLatch",
+-- default: the spec file's name, spec/curator/TestLeaderLatch.lua), its `it` the method.
 -- A test whose name ends with " [difference: KEY]" passed while asserting a deliberate
--- difference; KEY must have a row in README.md's "Differences from kazoo" table (a first
--- cell `KEY`), else the test counts as FAIL.  The entries of spec/kazoo/not_applicable.lua
+-- difference; KEY must have a row in README.md's "Differences from kazoo" (or "Differences
+-- from Curator") table (a first cell `KEY`), else the test counts as FAIL.  The entries of
+-- the not-applicable list (spec/kazoo/not_applicable.lua, spec/curator/not_applicable.lua)
 -- are printed as not applicable; an entry that is also translated counts as FAIL.
 -- FAIL: a failed, erroring or pending test, an error outside any test (setup, teardown,
--- loading the file), named "<kazoo file>::<where>", or a test (or not-applicable entry) named
--- after no test of spec/kazoo/inventory.lua, the list of kazoo's tests (scripts/kazoo-inventory).
+-- loading the file), named "<file>::<where>", or a test (or not-applicable entry) named
+-- after no test of the inventory (spec/kazoo/inventory.lua by scripts/kazoo-inventory,
+-- spec/curator/inventory.lua by scripts/curator-inventory), the list of the library's tests.
 -- An inventory test neither translated nor listed as not applicable is printed "missing".
 -- A name shared by two classes of a file is written "Class::test_name".  With
--- ZKLUA_PARITY_PARTIAL=1 (some spec files run, not all) only their kazoo files are searched
+-- ZKLUA_PARITY_PARTIAL=1 (some spec files run, not all) only their files are searched
 -- for missing tests.  The messages of the FAILs follow the
--- totals.  With ZKLUA_PARITY_RESULT set to a file, the number of FAILs is written there
--- (scripts/kazoo-parity exits non-zero when it is not 0).
+-- totals.  With ZKLUA_PARITY_RESULT set to a file, the number of FAILs and missing tests is
+-- written there (scripts/kazoo-parity and scripts/curator-parity exit non-zero when it is
+-- not 0).
 return function()
   local busted = require "busted"
   local handler = require("busted.outputHandlers.base")()
 
+  -- What differs between the two kinds of suite: where their lists are, how a spec file and
+  -- a describe name a file (class), and which README table holds the difference keys.
+  local KINDS = {
+    kazoo = {
+      dir = "spec/kazoo/", library = "kazoo", unit = "kazoo file", width = 24,
+      file_of_spec = function(base) return (base:gsub("_spec%.lua$", ".py")) end,
+      is_file = function(name) return name:match("%.py$") ~= nil end,
+      key_pattern = "^(.-%.py)::(.+)$", key_form = "test_x.py::test_name",
+    },
+    curator = {
+      dir = "spec/curator/", library = "Curator", unit = "Curator class", width = 28,
+      file_of_spec = function(base) return (base:gsub("%.lua$", "")) end,
+      is_file = function(name) return name:match("^Test[%w_]+$") ~= nil end,
+      key_pattern = "^(Test[%w_]+)::(.+)$", key_form = "TestClass::testName",
+    },
+  }
+  local KIND = KINDS[os.getenv("ZKLUA_PARITY_KIND") or "kazoo"] or KINDS.kazoo
   -- (other files in spec/kazoo_parity_spec.lua, which tests this handler)
-  local NOT_APPLICABLE_FILE = os.getenv("ZKLUA_PARITY_NOT_APPLICABLE") or "spec/kazoo/not_applicable.lua"
-  local INVENTORY_FILE = os.getenv("ZKLUA_PARITY_INVENTORY") or "spec/kazoo/inventory.lua"
+  local NOT_APPLICABLE_FILE = os.getenv("ZKLUA_PARITY_NOT_APPLICABLE") or KIND.dir .. "not_applicable.lua"
+  local INVENTORY_FILE = os.getenv("ZKLUA_PARITY_INVENTORY") or KIND.dir .. "inventory.lua"
+  local TABLE = "Differences from " .. KIND.library
   local results, messages = {}, {}
 
   local function read_file(path)
@@ -37,12 +63,16 @@ return function()
     f:close()
     return text
   end
+  -- README.md's "### Differences from <library>" section: where the difference keys are rows
   local readme = read_file("README.md")
+  local from = readme:find("\n### " .. TABLE .. "\n", 1, true)
+  readme = from and readme:sub(from, (readme:find("\n#", from + 5) or #readme)) or ""
 
-  -- The kazoo file of a spec file name ("spec/kazoo/test_lock_spec.lua" -> "test_lock.py").
-  local function kazoo_file_of(name)
+  -- The file (class) of a spec file name ("spec/kazoo/test_lock_spec.lua" -> "test_lock.py",
+  -- "spec/curator/TestLeaderLatch.lua" -> "TestLeaderLatch").
+  local function file_of(name)
     local base = tostring(name or "?"):match("([^/]+)$")
-    return (base:gsub("_spec%.lua$", ".py"))
+    return KIND.file_of_spec(base)
   end
 
   -- "<kazoo file>::<name>" for an element (a test, a describe, a hook, a file).
@@ -57,20 +87,20 @@ return function()
       if e.name and e.descriptor ~= "suite" then table.insert(names, 1, e.name) end
       e = busted.parent(e)
     end
-    if #names == 0 then return kazoo_file_of(file), "<file>" end
-    if not names[1]:match("%.py$") then
-      table.insert(names, 1, kazoo_file_of(file))
+    if #names == 0 then return file_of(file), "<file>" end
+    if not KIND.is_file(names[1]) then
+      table.insert(names, 1, file_of(file))
     end
-    local kazoo_file = table.remove(names, 1)
+    local test_file = table.remove(names, 1)
     if element.descriptor ~= "it" then
       names[#names + 1] = "<" .. tostring(element.descriptor) .. ">"
     end
-    return kazoo_file, table.concat(names, "::")
+    return test_file, table.concat(names, "::")
   end
 
-  local function add(kazoo_file, name, status, message)
-    results[#results + 1] = { file = kazoo_file, name = name, status = status }
-    if message then messages[#messages + 1] = kazoo_file .. "::" .. name .. "\n" .. message end
+  local function add(test_file, name, status, message)
+    results[#results + 1] = { file = test_file, name = name, status = status }
+    if message then messages[#messages + 1] = test_file .. "::" .. name .. "\n" .. message end
   end
 
   local function trimmed(message)
@@ -84,33 +114,34 @@ return function()
   end
 
   busted.subscribe({ "test", "end" }, function(element, _, status)
-    local kazoo_file, name = full_name(element)
+    local test_file, name = full_name(element)
     local plain, key = name:match("^(.-) %[difference: ([^%]]+)%]$")
     if status == "success" and key then
       if readme:find("| `" .. key .. "` |", 1, true) then
-        add(kazoo_file, plain, "difference " .. key)
+        add(test_file, plain, "difference " .. key)
       else
-        add(kazoo_file, plain, "FAIL", "  difference " .. key ..
-          " has no row in README.md's \"Differences from kazoo\" table (| `" .. key .. "` | ...)")
+        add(test_file, plain, "FAIL", "  difference " .. key ..
+          " has no row in README.md's \"" .. TABLE .. "\" table (| `" .. key .. "` | ...)")
       end
     elseif status == "success" then
-      add(kazoo_file, name, "pass")
+      add(test_file, name, "pass")
     elseif status == "pending" then
-      add(kazoo_file, plain or name, "FAIL", "  pending: no test may be skipped")
+      add(test_file, plain or name, "FAIL", "  pending: no test may be skipped")
     end
     return nil, true
   end)
 
   local ended = false
   local function on_failure(element, _, message)
-    local kazoo_file, name = full_name(element)
+    local test_file, name = full_name(element)
     if ended then -- after the report (e.g. a finaliser at exit): shown, and busted counts it
-      io.stderr:write("kazoo-parity: an error after the report: ", kazoo_file, "::", name, "\n",
+      io.stderr:write(KIND.library:lower(), "-parity: an error after the report: ", test_file, "::",
+                      name, "\n",
                       trimmed(message), "\n")
       return nil, true
     end
     local plain = name:match("^(.-) %[difference: [^%]]+%]$")
-    add(kazoo_file, plain or name, "FAIL", trimmed(message))
+    add(test_file, plain or name, "FAIL", trimmed(message))
     return nil, true
   end
   busted.subscribe({ "failure" }, on_failure)
@@ -118,7 +149,7 @@ return function()
 
   busted.subscribe({ "suite", "end" }, function()
     ended = true
-    -- a run of some spec files only (ZKLUA_PARITY_PARTIAL) reports on their kazoo files only
+    -- a run of some spec files only (ZKLUA_PARITY_PARTIAL) reports on their files only
     local partial, ran = os.getenv("ZKLUA_PARITY_PARTIAL") == "1", {}
     for _, r in ipairs(results) do ran[r.file] = true end
     local ok, not_applicable = pcall(dofile, NOT_APPLICABLE_FILE)
@@ -132,22 +163,22 @@ return function()
     for key, reason in pairs(not_applicable) do listed[#listed + 1] = { key = key, reason = reason } end
     table.sort(listed, function(a, b) return a.key < b.key end)
     for _, entry in ipairs(listed) do
-      local kazoo_file, name = tostring(entry.key):match("^(.-%.py)::(.+)$")
-      if not kazoo_file then
+      local test_file, name = tostring(entry.key):match(KIND.key_pattern)
+      if not test_file then
         add("not_applicable.lua", tostring(entry.key), "FAIL",
-            "  a key must read \"test_x.py::test_name\"")
-      elseif partial and not ran[kazoo_file] then -- luacheck: ignore 542
+            "  a key must read \"" .. KIND.key_form .. "\"")
+      elseif partial and not ran[test_file] then -- luacheck: ignore 542
         -- not one of this run's files
       elseif seen[entry.key] then -- its line says FAIL
         seen[entry.key].status = "FAIL"
         messages[#messages + 1] = entry.key .. "\n  translated and also listed in " ..
                                   NOT_APPLICABLE_FILE
       else
-        add(kazoo_file, name, "not applicable: " .. tostring(entry.reason))
+        add(test_file, name, "not applicable: " .. tostring(entry.reason))
       end
     end
 
-    -- against the inventory: every name is a kazoo test's, every kazoo test is accounted for
+    -- against the inventory: every name is a test of the library, each of its tests is accounted for
     local ok_inv, inventory = pcall(dofile, INVENTORY_FILE)
     if not ok_inv or type(inventory) ~= "table" then
       add("inventory.lua", "<load>", "FAIL", trimmed(inventory))
@@ -170,7 +201,7 @@ return function()
         end
         if not found then
           r.status = "FAIL"
-          messages[#messages + 1] = r.file .. "::" .. r.name .. "\n  no kazoo test of that name in " ..
+          messages[#messages + 1] = r.file .. "::" .. r.name .. "\n  no " .. KIND.library .. " test of that name in " ..
             r.file .. " (" .. INVENTORY_FILE .. ")"
         elseif classes > 1 and not class then
           r.status = "FAIL"
@@ -196,7 +227,7 @@ return function()
       end
     end
 
-    -- one group per kazoo file, in file order; tests in the order they ran
+    -- one group per file (class), in file order; tests in the order they ran
     local files, by_file, width = {}, {}, 0
     for _, r in ipairs(results) do
       if not by_file[r.file] then
@@ -230,12 +261,13 @@ return function()
       end
     end
     out[#out + 1] = ""
-    out[#out + 1] = "totals per kazoo file:"
+    out[#out + 1] = "totals per " .. KIND.unit .. ":"
+    local form = "  %-" .. KIND.width .. "s %s"
     for _, file in ipairs(files) do
-      out[#out + 1] = string.format("  %-24s %s", file, totals(count(by_file[file])))
+      out[#out + 1] = string.format(form, file, totals(count(by_file[file])))
     end
     local all = count(results)
-    out[#out + 1] = string.format("  %-24s %s", "all", totals(all))
+    out[#out + 1] = string.format(form, "all", totals(all))
     if #messages > 0 then
       out[#out + 1] = ""
       out[#out + 1] = "FAILs:"
