@@ -5,6 +5,7 @@
  *   core.allocator(session, path, identifier, weight, rejoin, acl) -> allocator
  *   a:start(seed_json) / a:leave() -> true, or nil and "busy" | "closed"
  *   a:phase() -> "idle" | "joining" | "running" | "leaving";  a:rc(), a:ready(), a:fresh(),
+ *   a:settled() (zkl_allocator_settled),
  *   a:is_leader(), a:id(), a:inflight(), a:publish_rc(), a:epoch()
  *   a:take() -> acquired items, their tokens, items to release, items lost, compute epoch|nil
  *   a:released(item) -> true when that item was being released
@@ -90,6 +91,7 @@ ZKL_RECIPE_NAME(allocator_phase, check_allocator, zkl_allocator_phase_of, zkl_al
 ZKL_RECIPE_INTEGER(allocator_rc, check_allocator, zkl_allocator_rc)
 ZKL_RECIPE_BOOLEAN(allocator_ready, check_allocator, zkl_allocator_ready)
 ZKL_RECIPE_BOOLEAN(allocator_fresh, check_allocator, zkl_allocator_fresh)
+ZKL_RECIPE_BOOLEAN(allocator_settled, check_allocator, zkl_allocator_settled)
 ZKL_RECIPE_BOOLEAN(allocator_is_leader, check_allocator, zkl_allocator_is_leader)
 ZKL_RECIPE_INTEGER(allocator_id, check_allocator, zkl_allocator_id)
 ZKL_RECIPE_INTEGER(allocator_inflight, check_allocator, zkl_allocator_inflight)
@@ -391,6 +393,7 @@ static const luaL_Reg allocator_methods[] = {
     {"ready", allocator_ready},
     {"fresh", allocator_fresh},
     {"is_leader", allocator_is_leader},
+    {"settled", allocator_settled},
     {"id", allocator_id},
     {"inflight", allocator_inflight},
     {"publish_rc", allocator_publish_rc},

@@ -92,13 +92,56 @@ static void free_members(member_info *m, size_t n)
     free(m);
 }
 
-static void drop_round(zkl_allocator *a)
+static int pending_state(member_state st) { return st == MEMBER_NEED || st == MEMBER_READING; }
+
+static void member_set_state(member_rec *m, member_state st)
 {
-    free_members(a->round, a->round_count);
-    free(a->round_ops);
-    a->round = NULL;
-    a->round_ops = NULL;
-    a->round_count = a->round_pending = 0;
+    if (!m->detached)
+        m->a->member_pending += (size_t)pending_state(st) - (size_t)pending_state(m->st);
+    m->st = st;
+}
+
+static void free_member(member_rec *m)
+{
+    zkl_allocator *a = m->a;
+    if (m->all_prev)
+        m->all_prev->all_next = m->all_next;
+    else
+        a->all_members = m->all_next;
+    if (m->all_next)
+        m->all_next->all_prev = m->all_prev;
+    free(m->name);
+    free(m->id);
+    free(m);
+}
+
+/* m is not listed any more: what comes back of it is only counted. */
+static void detach_member(member_rec *m)
+{
+    member_set_state(m, MEMBER_GONE);
+    m->detached = 1;
+    if (m->inflight <= 0)
+        free_member(m);
+}
+
+static void detach_members(zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->listed_n; i++)
+        detach_member(a->listed[i]);
+    free(a->listed);
+    a->listed = NULL;
+    a->listed_n = 0;
+    a->member_pending = 0;
+}
+
+static void free_all_members(zkl_allocator *a)
+{
+    free(a->listed);
+    a->listed = NULL;
+    a->listed_n = 0;
+    a->member_pending = 0;
+    while (a->all_members)
+        free_member(a->all_members);
 }
 
 static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int version,
@@ -110,6 +153,8 @@ static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int ver
     a->assignment_body = body;
     a->assignment_version = version;
     a->generation = generation;
+    a->target_dirty = 1;
+    a->view++;
 }
 
 /* Forgets what was read of the group (the session went, or we stopped). */
@@ -120,7 +165,7 @@ static void forget_group(zkl_allocator *a)
     a->member_count = 0;
     a->members_loaded = a->need_members = 0;
     a->members_op = a->members_watch = 0;
-    drop_round(a);
+    detach_members(a);
     free_strings(a->items, a->item_count);
     a->items = NULL;
     a->item_count = 0;
@@ -251,7 +296,7 @@ static void follow_send(zkl_allocator *a, followed_node *f)
 
 static void members_send(zkl_allocator *a)
 {
-    if (!a->need_members || a->members_op || a->round_ops)
+    if (!a->need_members || a->members_op)
         return;
     a->need_members = 0;
     a->members_op = a->members_watch =
@@ -288,6 +333,8 @@ static void leave_send(zkl_allocator *a)
     a->leave_op = counted(a, zkl_op_delete(a->s, a->member_node, -1, &a->route), 0);
 }
 
+static void members_read(zkl_allocator *a);
+
 static void send_needed(zkl_allocator *a)
 {
     if (!zkl_alloc_connected(a))
@@ -299,6 +346,7 @@ static void send_needed(zkl_allocator *a)
         break;
     case ZKL_ALLOCATOR_RUNNING:
         members_send(a);
+        members_read(a);
         follow_send(a, &a->partitions);
         follow_send(a, &a->assignment_node);
         publish_send(a);
@@ -352,9 +400,10 @@ void zkl_alloc_update(zkl_allocator *a)
 {
     if (!a->s)
         return;
-    if (a->phase == ZKL_ALLOCATOR_RUNNING && a->assignment_node.loaded)
-        zkl_claims_set_target(a, my_items(a));
-    else if (a->phase != ZKL_ALLOCATOR_RUNNING && a->phase != ZKL_ALLOCATOR_JOINING)
+    if (a->phase == ZKL_ALLOCATOR_RUNNING && a->assignment_node.loaded) {
+        if (a->target_dirty && zkl_claims_set_target(a, my_items(a)) == 0)
+            a->target_dirty = 0; /* (out of memory: again at the next update) */
+    } else if (a->phase != ZKL_ALLOCATOR_RUNNING && a->phase != ZKL_ALLOCATOR_JOINING)
         zkl_claims_clear_target(a);
     int leader = a->phase == ZKL_ALLOCATOR_RUNNING && oldest_member_is_us(a);
     if (leader && !a->leader)
@@ -375,6 +424,7 @@ static void joined(zkl_allocator *a, int64_t czxid)
     if (a->phase != ZKL_ALLOCATOR_JOINING)
         return; /* leaving: it is deleted next */
     a->phase = ZKL_ALLOCATOR_RUNNING;
+    a->target_dirty = 1;
     a->need_members = 1;
     a->partitions.need = a->assignment_node.need = 1;
     a->epoch++;
@@ -448,11 +498,76 @@ static void join_result(zkl_allocator *a, const zkl_event *ev)
     }
 }
 
-static void round_result(zkl_allocator *a, size_t i, const zkl_event *ev)
+/* The members as read, once a listing and the reads of its nodes are all back: published
+ * (the epoch moves) when they changed. */
+static void compose_members(zkl_allocator *a)
 {
-    a->round_ops[i] = 0;
-    a->round_pending--;
-    member_info *m = &a->round[i];
+    if (a->need_members || a->members_op || a->member_pending > 0)
+        return;
+    member_info *list = calloc(a->listed_n ? a->listed_n : 1, sizeof *list);
+    if (!list)
+        return; /* out of memory: at the next event */
+    size_t n = 0;
+    for (size_t i = 0; i < a->listed_n; i++) {
+        const member_rec *m = a->listed[i];
+        if (m->st != MEMBER_KNOWN)
+            continue;
+        list[n].id = strdup(m->id);
+        if (!list[n].id) {
+            free_members(list, n);
+            return;
+        }
+        list[n].weight = m->weight;
+        list[n++].czxid = m->czxid;
+    }
+    qsort(list, n, sizeof *list, member_cmp);
+    if (!a->members_loaded || !same_members(a->members, a->member_count, list, n)) {
+        free_members(a->members, a->member_count);
+        a->members = list;
+        a->member_count = n;
+        a->epoch++;
+        a->view++;
+    } else {
+        free_members(list, n);
+    }
+    a->members_loaded = 1;
+    int present = 0;
+    for (size_t k = 0; k < a->member_count; k++)
+        if (strcmp(a->members[k].id, a->identifier) == 0 && a->members[k].czxid == a->my_czxid)
+            present = 1;
+    if (!present && a->phase == ZKL_ALLOCATOR_RUNNING) { /* our node was deleted */
+        a->joined = 0;
+        a->phase = ZKL_ALLOCATOR_JOINING;
+        a->jstep = JOIN_CREATE;
+    }
+}
+
+static void on_member_route(zkl_session *s, const zkl_event *ev, void *ctx);
+
+/* Reads the member nodes the listing has and that are not known (NEED). */
+static void members_read(zkl_allocator *a)
+{
+    if (a->member_pending == 0 || !zkl_alloc_connected(a))
+        return;
+    for (size_t i = 0; i < a->listed_n; i++) {
+        member_rec *m = a->listed[i];
+        if (m->st != MEMBER_NEED || m->op_id)
+            continue;
+        char *p = zkl_join_path(a->members_path, m->name);
+        zkl_route route = {on_member_route, m};
+        uint64_t id = p ? zkl_op_get(a->s, p, 1, &route) : 0;
+        free(p);
+        if (!id)
+            return; /* out of memory: at the next event */
+        m->inflight += 2;
+        a->inflight += 2;
+        m->op_id = m->watch_id = id;
+        member_set_state(m, MEMBER_READING);
+    }
+}
+
+static void member_result(member_rec *m, const zkl_event *ev)
+{
     if (ev->rc == ZOK && ev->has_stat) {
         zkl_json *tree = zkl_json_parse(ev->data ? ev->data : "", (size_t)ev->data_len, NULL);
         const zkl_json *w = zkl_json_get(tree, "weight");
@@ -461,89 +576,132 @@ static void round_result(zkl_allocator *a, size_t i, const zkl_event *ev)
                         : 1;
         m->czxid = ev->stat.czxid;
         zkl_json_free(tree);
-    } else {
-        if (is_connection_rc(ev->rc))
-            a->need_members = 1; /* this listing failed: list again */
-        free(m->id);
-        m->id = NULL; /* gone meanwhile, or unknown */
+        member_set_state(m, MEMBER_KNOWN);
+    } else if (is_connection_rc(ev->rc)) {
+        member_set_state(m, MEMBER_NEED); /* again once CONNECTED */
+    } else if (!is_session_rc(ev->rc)) {
+        member_set_state(m, MEMBER_GONE); /* gone meanwhile (the listing shows it), or unknown */
     }
-    if (a->round_pending > 0)
-        return;
-    if (!a->need_members) { /* a whole, fresh listing */
-        size_t n = 0;
-        for (size_t k = 0; k < a->round_count; k++)
-            if (a->round[k].id)
-                a->round[n++] = a->round[k];
-        qsort(a->round, n, sizeof *a->round, member_cmp);
-        if (!a->members_loaded || !same_members(a->members, a->member_count, a->round, n)) {
-            free_members(a->members, a->member_count);
-            a->members = a->round;
-            a->member_count = n;
-            a->round = NULL;
-            a->round_count = 0;
-            a->epoch++;
-        }
-        a->members_loaded = 1;
-        int present = 0;
-        for (size_t k = 0; k < a->member_count; k++)
-            if (strcmp(a->members[k].id, a->identifier) == 0 &&
-                a->members[k].czxid == a->my_czxid)
-                present = 1;
-        if (!present && a->phase == ZKL_ALLOCATOR_RUNNING) { /* our node was deleted */
-            a->joined = 0;
-            a->phase = ZKL_ALLOCATOR_JOINING;
-            a->jstep = JOIN_CREATE;
-        }
-    }
-    drop_round(a);
 }
 
-static void start_round(zkl_allocator *a, const zkl_event *ev)
+static void maybe_destroy(zkl_allocator *a);
+
+static void on_member_route(zkl_session *s, const zkl_event *ev, void *ctx)
 {
-    size_t n = (size_t)(ev->string_count > 0 ? ev->string_count : 0);
-    a->round_ops = calloc(n ? n : 1, sizeof *a->round_ops);
-    a->round = calloc(n ? n : 1, sizeof *a->round);
-    if (!a->round_ops || !a->round) {
-        drop_round(a);
+    (void)s;
+    member_rec *m = ctx;
+    zkl_allocator *a = m->a;
+    m->inflight--;
+    a->inflight--;
+    if (ev->kind == ZKL_EV_OP) {
+        if (!ev->watch_requested) { /* no watch will come */
+            m->inflight--;
+            a->inflight--;
+            if (m->watch_id == ev->id)
+                m->watch_id = 0;
+        }
+        if (ev->id == m->op_id) {
+            m->op_id = 0;
+            if (!m->detached && a->s)
+                member_result(m, ev);
+        }
+    } else if (ev->kind == ZKL_EV_WATCH && ev->id == m->watch_id) {
+        m->watch_id = 0;
+        /* a watch not registered while its read is still awaited: the read decides */
+        if (!m->detached && a->s && !(ev->type == ZOO_NOTWATCHING_EVENT && ev->id == m->op_id))
+            member_set_state(m, m->op_id                       ? MEMBER_READING
+                                : ev->type == ZOO_DELETED_EVENT ? MEMBER_GONE /* listed again: read */
+                                                                : MEMBER_NEED);
+    }
+    if (m->detached) {
+        if (m->inflight <= 0)
+            free_member(m);
+    } else if (a->s) {
+        compose_members(a);
+    }
+    zkl_alloc_update(a);
+    maybe_destroy(a);
+}
+
+static int name_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* A record for the member node name (its identifier id, taken over), or NULL (no memory). */
+static member_rec *new_member(zkl_allocator *a, const char *name, char *id)
+{
+    member_rec *m = calloc(1, sizeof *m);
+    if (m)
+        m->name = strdup(name);
+    if (!m || !m->name) {
+        free(m);
+        free(id);
+        return NULL;
+    }
+    m->a = a;
+    m->id = id;
+    m->st = MEMBER_NEED;
+    m->all_next = a->all_members;
+    if (a->all_members)
+        a->all_members->all_prev = m;
+    a->all_members = m;
+    return m;
+}
+
+/* A listing came back: the listed records follow it (new names are read, names gone are
+ * detached); merged by name, so O(members) for the group, not a read per member. */
+static void members_listed(zkl_allocator *a, char **names, size_t n)
+{
+    char **sorted = malloc((n ? n : 1) * sizeof *sorted);
+    member_rec **listed = malloc((n ? n : 1) * sizeof *listed);
+    if (!sorted || !listed) {
+        free(sorted);
+        free(listed);
         a->need_members = 1;
         return;
     }
-    a->round_count = n;
+    memcpy(sorted, names, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, name_cmp);
+    size_t k = 0, j = 0;
     for (size_t i = 0; i < n; i++) {
-        char *id = zkl_allocator_node_unname(ev->strings[i]);
-        char *p = id ? zkl_join_path(a->members_path, ev->strings[i]) : NULL;
-        uint64_t op = p ? counted(a, zkl_op_get(a->s, p, 0, &a->route), 0) : 0;
-        free(p);
-        if (!op) {
-            free(id); /* not a member node of ours (or out of memory): skipped */
+        if (i > 0 && strcmp(sorted[i - 1], sorted[i]) == 0)
             continue;
+        while (j < a->listed_n && strcmp(a->listed[j]->name, sorted[i]) < 0)
+            detach_member(a->listed[j++]);
+        member_rec *m = NULL;
+        if (j < a->listed_n && strcmp(a->listed[j]->name, sorted[i]) == 0) {
+            m = a->listed[j++];
+            if (m->st == MEMBER_GONE) /* deleted, and listed again: made anew */
+                member_set_state(m, m->op_id ? MEMBER_READING : MEMBER_NEED);
+        } else {
+            char *id = zkl_allocator_node_unname(sorted[i]); /* NULL: not a member node */
+            m = id ? new_member(a, sorted[i], id) : NULL;
+            if (m)
+                a->member_pending++; /* NEED */
+            else if (id)
+                a->need_members = 1; /* out of memory: list again */
         }
-        a->round[i].id = id;
-        a->round_ops[i] = op;
-        a->round_pending++;
+        if (m)
+            listed[k++] = m;
     }
-    if (a->round_pending == 0) { /* nothing to read: finish with an empty round */
-        a->round_pending = 1;
-        a->round_ops[0] = 0;
-        zkl_event none;
-        memset(&none, 0, sizeof none);
-        none.rc = ZNONODE;
-        round_result(a, 0, &none);
-    }
+    while (j < a->listed_n)
+        detach_member(a->listed[j++]);
+    free(sorted);
+    free(a->listed);
+    a->listed = listed;
+    a->listed_n = k;
 }
 
 static void members_result(zkl_allocator *a, const zkl_event *ev)
 {
-    if (ev->rc == ZOK) {
-        start_round(a, ev);
-    } else if (ev->rc == ZNONODE) { /* the group's path went: our member node with it */
-        zkl_event empty;
-        memset(&empty, 0, sizeof empty);
-        empty.rc = ZOK;
-        start_round(a, &empty);
-    } else if (is_connection_rc(ev->rc)) {
+    if (ev->rc == ZOK)
+        members_listed(a, ev->strings, (size_t)(ev->string_count > 0 ? ev->string_count : 0));
+    else if (ev->rc == ZNONODE) /* the group's path went: our member node with it */
+        members_listed(a, NULL, 0);
+    else if (is_connection_rc(ev->rc))
         a->need_members = 1; /* (any other error: the listing stays as it was) */
-    }
+    compose_members(a);
 }
 
 static void partitions_read(zkl_allocator *a, const char *data, int len)
@@ -559,6 +717,7 @@ static void partitions_read(zkl_allocator *a, const char *data, int len)
         a->items = items;
         a->item_count = n;
         a->epoch++;
+        a->view++;
     } else {
         free_strings(items, n);
     }
@@ -639,29 +798,15 @@ static void leave_result(zkl_allocator *a, const zkl_event *ev)
     }
 }
 
-static int take_round_op(zkl_allocator *a, uint64_t id, size_t *i)
-{
-    for (size_t k = 0; k < a->round_count; k++) {
-        if (a->round_ops && a->round_ops[k] == id) {
-            *i = k;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static void on_op(zkl_allocator *a, const zkl_event *ev)
 {
     uint64_t id = ev->id;
-    size_t i;
     if (id == a->join_op) {
         a->join_op = 0;
         join_result(a, ev);
     } else if (id == a->members_op) {
         a->members_op = 0;
         members_result(a, ev);
-    } else if (take_round_op(a, id, &i)) {
-        round_result(a, i, ev);
     } else if (id == a->partitions.op_id) {
         a->partitions.op_id = 0;
         follow_result(a, &a->partitions, ev);
@@ -796,6 +941,7 @@ static void destroy(zkl_allocator *a)
         zkl_session_remove_state_listener(a->s, on_state, a);
     zkl_claims_free_all(a);
     forget_group(a);
+    free_all_members(a);
     free(a->buckets);
     free(a->acquired_q);
     free_strings(a->release_q, a->release_n);
@@ -871,15 +1017,7 @@ void zkl_allocator_free(zkl_allocator *a)
         return;
     a->orphaned = 1;
     if (a->s && a->phase != ZKL_ALLOCATOR_IDLE) {
-        /* nobody can run release hooks any more: give everything up at once */
-        for (size_t i = 0; i < a->bucket_count; i++) {
-            for (item_rec *r = a->buckets[i]; r; r = r->next) {
-                if (r->reported || r->release_asked) {
-                    r->release_asked = r->released = 1;
-                    r->reported = 0;
-                }
-            }
-        }
+        zkl_claims_abandon(a); /* nobody can run release hooks any more: give all up */
         if (a->phase != ZKL_ALLOCATOR_LEAVING)
             zkl_allocator_leave(a);
         zkl_alloc_update(a);
@@ -891,6 +1029,7 @@ void zkl_allocator_forget_session(zkl_allocator *a)
 {
     zkl_claims_free_all(a);
     forget_group(a);
+    free_all_members(a);
     a->s = NULL;
     a->inflight = 0; /* the session delivered (or dropped) everything before it went */
     a->joined = 0;
@@ -966,8 +1105,59 @@ int zkl_allocator_fresh(const zkl_allocator *a)
     for (size_t i = 0; i < 2; i++)
         if (f[i]->need || (f[i]->op_id && !f[i]->op_exists))
             return 0;
-    return zkl_allocator_ready(a) && !a->need_members && !a->members_op && !a->round_ops &&
+    return zkl_allocator_ready(a) && !a->need_members && !a->members_op && a->member_pending == 0 &&
            !a->publish_data && !a->publish_op && (!a->leader || a->epoch == a->answered_epoch);
+}
+
+static int item_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* The assignment names exactly the live members it was computed for and gives each item of
+ * the set to one of them. */
+static int assignment_current(const zkl_allocator *a)
+{
+    const zkl_json *obj = zkl_json_get(a->assignment, "assignment");
+    const zkl_json *members = zkl_json_get(a->assignment, "members");
+    if (!obj)
+        return a->item_count == 0;
+    if (!members || members->count != a->member_count)
+        return 0;
+    for (size_t i = 0; i < a->member_count; i++)
+        if (strcmp(members->values[i]->string, a->members[i].id) != 0)
+            return 0;
+    unsigned char *seen = calloc(a->item_count ? a->item_count : 1, 1);
+    if (!seen)
+        return 0;
+    size_t total = 0;
+    int ok = 1;
+    for (size_t m = 0; m < obj->count && ok; m++) {
+        const zkl_json *list = obj->values[m];
+        for (size_t j = 0; j < list->count && ok; j++) {
+            const char *item = list->values[j]->string; /* canonical: strings only */
+            const char **hit = bsearch(&item, a->items, a->item_count, sizeof *a->items,
+                                       item_cmp);
+            size_t k = hit ? (size_t)((char **)hit - a->items) : 0;
+            ok = hit && !seen[k];
+            if (ok)
+                seen[k] = 1;
+            total++;
+        }
+    }
+    free(seen);
+    return ok && total == a->item_count;
+}
+
+int zkl_allocator_settled(zkl_allocator *a)
+{
+    if (!zkl_allocator_fresh(a) || !zkl_claims_settled(a))
+        return 0;
+    if (a->checked_view != a->view || a->view == 0) {
+        a->checked_ok = assignment_current(a);
+        a->checked_view = a->view;
+    }
+    return a->checked_ok;
 }
 
 int zkl_allocator_take(zkl_allocator *a, zkl_allocator_news *news)

@@ -101,6 +101,10 @@ int zkl_allocator_ready(const zkl_allocator *a);
 /* Ready, and nothing it follows is being read again, and no publish is under way: what it
  * knows includes every change it was told of (watches come before later replies). */
 int zkl_allocator_fresh(const zkl_allocator *a);
+/* Fresh, the assignment was computed for the live members and covers exactly the set, and
+ * this member holds exactly its share with nothing left to tell its owner.  O(1) but once per
+ * change of members, set or assignment (then O(items log items)). */
+int zkl_allocator_settled(zkl_allocator *a);
 int zkl_allocator_is_leader(const zkl_allocator *a);
 uint64_t zkl_allocator_id(const zkl_allocator *a); /* the notify target */
 long zkl_allocator_inflight(const zkl_allocator *a);

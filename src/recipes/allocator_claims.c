@@ -12,8 +12,16 @@
  *   the node is read first, and deleted only if it is still ours.
  * - Creates go out only while CONNECTED, while the allocator runs, and while no release is
  *   under way (releases first, then claims).
- * - Records live while they are wanted, held, queued or have something in flight; each op or
- *   watch is counted on its record and on the allocator, so nothing is freed under an event.
+ * - Records live while they are wanted, held, queued, dirty or have something in flight; each
+ *   op or watch is counted on its record and on the allocator, so nothing is freed under an
+ *   event.
+ *
+ * Work per event is O(1), whatever the share: a record that changed goes on the dirty list and
+ * only dirty records are looked at; the counts (releasing, busy, done) move with each record's
+ * own change (account()); a new assignment touches the records it or the previous one wants
+ * (the wanted array), not every record.  Only what happens once per rebalance or connection
+ * walks the share: claims opening (the last release done, CONNECTED again, running), a new
+ * target, the session lost.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +75,8 @@ static int grow_table(zkl_allocator *a)
     return 0;
 }
 
+static void count_bits(zkl_allocator *a, unsigned bits, long by);
+
 static item_rec *add_record(zkl_allocator *a, const char *item)
 {
     if (a->rec_count >= a->bucket_count && grow_table(a) != 0)
@@ -99,6 +109,7 @@ static void free_record(zkl_allocator *a, item_rec *r)
         p = &(*p)->next;
     *p = r->next;
     a->rec_count--;
+    count_bits(a, r->bits, -1);
     free(r->item);
     free(r->node);
     free(r);
@@ -108,22 +119,65 @@ static void free_record(zkl_allocator *a, item_rec *r)
 static int idle(const item_rec *r)
 {
     return r->st == CLAIM_NONE && !r->want && !r->queued && !r->release_asked &&
-           !r->released && !r->reported && r->inflight == 0;
+           !r->released && !r->reported && !r->dirty && r->inflight == 0;
 }
 
-static int is_releasing(const item_rec *r)
+enum { BIT_RELEASING = 1, BIT_BUSY = 2, BIT_DONE = 4 };
+
+/* What r counts in: being given up; needing us before a leave ends; owned and reported, as
+ * the assignment wants. */
+static unsigned bits_of(const item_rec *r)
 {
-    return r->release_asked || r->released || r->st == CLAIM_DELETING;
+    unsigned b = 0;
+    if (r->release_asked || r->released || r->st == CLAIM_DELETING)
+        b |= BIT_RELEASING;
+    if (r->st == CLAIM_CREATING || r->st == CLAIM_CHECKING || r->st == CLAIM_HELD ||
+        r->st == CLAIM_DELETING || r->release_asked || r->released)
+        b |= BIT_BUSY;
+    if (r->want && r->st == CLAIM_HELD && r->reported && !r->queued && !r->release_asked &&
+        !r->released)
+        b |= BIT_DONE;
+    return b;
 }
 
-/* How many records count as releasing, counted afresh (after a pass over all of them). */
-static size_t count_releasing(const zkl_allocator *a)
+static void count_bits(zkl_allocator *a, unsigned bits, long by)
 {
-    size_t n = 0;
+    if (bits & BIT_RELEASING)
+        a->releasing += (size_t)by;
+    if (bits & BIT_BUSY)
+        a->busy_count += (size_t)by;
+    if (bits & BIT_DONE)
+        a->done_count += (size_t)by;
+}
+
+/* r changed: move the counts it is in. */
+static void account(item_rec *r)
+{
+    unsigned now = bits_of(r);
+    if (now != r->bits) {
+        count_bits(r->a, r->bits, -1);
+        count_bits(r->a, now, 1);
+        r->bits = now;
+    }
+}
+
+/* r needs a look at the next reconcile. */
+static void mark(item_rec *r)
+{
+    if (r->dirty)
+        return;
+    r->dirty = 1;
+    r->dirty_next = r->a->dirty_head;
+    r->a->dirty_head = r;
+}
+
+static void mark_all(zkl_allocator *a)
+{
     for (size_t i = 0; i < a->bucket_count; i++)
-        for (const item_rec *r = a->buckets[i]; r; r = r->next)
-            n += (size_t)is_releasing(r);
-    return n;
+        for (item_rec *r = a->buckets[i]; r; r = r->next) {
+            r->failed = 0; /* a new connection: retry what failed */
+            mark(r);
+        }
 }
 
 size_t zkl_claims_releasing(const zkl_allocator *a)
@@ -133,14 +187,13 @@ size_t zkl_claims_releasing(const zkl_allocator *a)
 
 int zkl_claims_busy(const zkl_allocator *a)
 {
-    for (size_t i = 0; i < a->bucket_count; i++) {
-        for (const item_rec *r = a->buckets[i]; r; r = r->next) {
-            if (r->st == CLAIM_CREATING || r->st == CLAIM_CHECKING || r->st == CLAIM_HELD ||
-                r->st == CLAIM_DELETING || r->release_asked || r->released)
-                return 1;
-        }
-    }
-    return 0;
+    return a->busy_count > 0;
+}
+
+int zkl_claims_settled(const zkl_allocator *a)
+{
+    return a->done_count == a->wanted_n && a->busy_count == a->done_count &&
+           a->acquired_n == 0 && a->release_n == 0 && a->lost_n == 0;
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -269,51 +322,98 @@ void zkl_claims_reconcile(zkl_allocator *a)
 {
     if (!a->s)
         return;
-    for (size_t i = 0; i < a->bucket_count; i++)
-        for (item_rec *r = a->buckets[i]; r; r = r->next)
-            settle_record(r);
-    a->releasing = count_releasing(a);
-    if (may_claim(a) && a->releasing == 0) {
-        for (size_t i = 0; i < a->bucket_count; i++)
-            for (item_rec *r = a->buckets[i]; r; r = r->next)
-                claim(r);
+    int connected = zkl_alloc_connected(a);
+    if (connected && !a->was_connected)
+        mark_all(a); /* deletes and claims held back while away */
+    a->was_connected = connected;
+    /* the batch keeps its dirty flags until the end, so nothing re-links it meanwhile */
+    item_rec *batch = a->dirty_head;
+    a->dirty_head = NULL;
+    for (item_rec *r = batch; r; r = r->dirty_next) {
+        settle_record(r);
+        account(r);
     }
-    for (size_t i = 0; i < a->bucket_count; i++) {
-        item_rec *r = a->buckets[i];
-        while (r) {
-            item_rec *next = r->next;
-            if (idle(r))
-                free_record(a, r);
-            r = next;
+    int open = may_claim(a) && a->releasing == 0;
+    if (open && !a->claims_open) { /* claims may start: every wanted item */
+        for (size_t i = 0; i < a->wanted_n; i++) {
+            claim(a->wanted[i]);
+            account(a->wanted[i]);
+        }
+    } else if (open) {
+        for (item_rec *r = batch; r; r = r->dirty_next) {
+            claim(r);
+            account(r);
         }
     }
+    a->claims_open = open;
+    item_rec *r = batch;
+    while (r) {
+        item_rec *next = r->dirty_next;
+        r->dirty = 0;
+        r->dirty_next = NULL;
+        if (idle(r))
+            free_record(a, r);
+        r = next;
+    }
+}
+
+/* The target is now exactly list (n records, each wanted once): the records the previous
+ * target wanted and this one does not are unwanted. */
+static void replace_target(zkl_allocator *a, item_rec **list, size_t n, uint64_t stamp)
+{
+    for (size_t i = 0; i < a->wanted_n; i++) {
+        item_rec *r = a->wanted[i];
+        if (r->target_stamp != stamp) {
+            r->want = 0;
+            r->failed = 0;
+            account(r);
+            mark(r);
+        }
+    }
+    free(a->wanted);
+    a->wanted = list;
+    a->wanted_n = n;
 }
 
 void zkl_claims_clear_target(zkl_allocator *a)
 {
-    for (size_t i = 0; i < a->bucket_count; i++)
-        for (item_rec *r = a->buckets[i]; r; r = r->next)
-            r->want = 0;
+    if (a->wanted_n == 0)
+        return;
+    replace_target(a, NULL, 0, ++a->target_stamp);
 }
 
-void zkl_claims_set_target(zkl_allocator *a, const zkl_json *items)
+int zkl_claims_set_target(zkl_allocator *a, const zkl_json *items)
 {
-    zkl_claims_clear_target(a);
-    for (size_t i = 0; i < a->bucket_count; i++) /* a new look: retry what failed */
-        for (item_rec *r = a->buckets[i]; r; r = r->next)
-            r->failed = 0;
-    if (!items || items->type != ZKL_JSON_ARRAY)
-        return;
-    for (size_t i = 0; i < items->count; i++) {
+    size_t count = items && items->type == ZKL_JSON_ARRAY ? items->count : 0;
+    item_rec **list = malloc((count ? count : 1) * sizeof *list);
+    if (!list)
+        return -1;
+    uint64_t stamp = ++a->target_stamp;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
         const zkl_json *v = items->values[i];
         if (v->type != ZKL_JSON_STRING || v->string[0] == '\0')
             continue;
         item_rec *r = zkl_claims_find(a, v->string);
         if (!r)
             r = add_record(a, v->string);
-        if (r)
-            r->want = 1; /* out of memory: claimed at a later pass */
+        if (!r) { /* out of memory: the whole target again at a later pass */
+            for (size_t k = 0; k < n; k++)
+                list[k]->target_stamp = 0;
+            free(list);
+            return -1;
+        }
+        if (r->target_stamp == stamp)
+            continue; /* listed twice */
+        r->target_stamp = stamp;
+        r->want = 1;
+        r->failed = 0; /* a new look: retry what failed */
+        account(r);
+        mark(r);
+        list[n++] = r;
     }
+    replace_target(a, list, n, stamp);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- results */
@@ -437,7 +537,6 @@ static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
     (void)s;
     item_rec *r = ctx;
     zkl_allocator *a = r->a;
-    int was_releasing = is_releasing(r);
     r->inflight--;
     a->inflight--;
     if (ev->kind == ZKL_EV_OP) {
@@ -456,23 +555,12 @@ static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
         on_item_watch(r, ev);
     }
     if (a->s) {
-        settle_record(r);
-        int now_releasing = is_releasing(r);
-        if (now_releasing && !was_releasing)
-            a->releasing++;
-        else if (!now_releasing && was_releasing && a->releasing > 0)
-            a->releasing--;
-        if (may_claim(a) && a->releasing == 0) {
-            if (was_releasing) {
-                zkl_claims_reconcile(a); /* the last release is done: every claim may start */
-                r = NULL;                /* (and r may be gone) */
-            } else {
-                claim(r);
-            }
-        }
-    }
-    if (r && idle(r))
+        account(r);
+        mark(r);
+        zkl_claims_reconcile(a); /* r alone, or every claim once the last release is done */
+    } else if (idle(r)) {
         free_record(a, r);
+    }
     zkl_alloc_after_item_event(a); /* may free a */
 }
 
@@ -483,7 +571,10 @@ void zkl_claims_lose_all(zkl_allocator *a)
     for (size_t i = 0; i < a->acquired_n; i++)
         a->acquired_q[i]->queued = 0;
     a->acquired_n = 0;
-    a->releasing = 0;
+    free(a->wanted);
+    a->wanted = NULL;
+    a->wanted_n = 0;
+    a->claims_open = 0;
     for (size_t i = 0; i < a->bucket_count; i++) {
         item_rec *r = a->buckets[i];
         while (r) {
@@ -493,6 +584,7 @@ void zkl_claims_lose_all(zkl_allocator *a)
             r->want = r->unsure = r->failed = r->ensure_rounds = 0;
             r->op_id = r->watch_id = 0; /* what comes back of them is stale */
             r->czxid = 0;
+            account(r);
             if (idle(r))
                 free_record(a, r);
             r = next;
@@ -515,7 +607,26 @@ void zkl_claims_free_all(zkl_allocator *a)
     }
     a->rec_count = 0;
     a->acquired_n = 0;
-    a->releasing = 0;
+    a->releasing = a->busy_count = a->done_count = 0;
+    a->dirty_head = NULL;
+    free(a->wanted);
+    a->wanted = NULL;
+    a->wanted_n = 0;
+    a->claims_open = 0;
+}
+
+void zkl_claims_abandon(zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->bucket_count; i++) {
+        for (item_rec *r = a->buckets[i]; r; r = r->next) {
+            if (r->reported || r->release_asked) {
+                r->release_asked = r->released = 1;
+                r->reported = 0;
+                account(r);
+                mark(r);
+            }
+        }
+    }
 }
 
 int zkl_claims_released(zkl_allocator *a, const char *item)
@@ -523,9 +634,10 @@ int zkl_claims_released(zkl_allocator *a, const char *item)
     item_rec *r = zkl_claims_find(a, item);
     if (!r || !r->release_asked || r->released)
         return 0;
-    r->released = 1; /* still releasing (until deleted): the count does not change */
+    r->released = 1; /* still releasing (until deleted) */
     r->reported = 0;
-    settle_record(r);
+    account(r);
+    mark(r);
     return 1;
 }
 
@@ -557,6 +669,7 @@ int zkl_claims_take_acquired(zkl_allocator *a, zkl_allocator_grant **out, size_t
         if (r->st == CLAIM_HELD && r->want && !r->reported && !r->released)
             r->reported = 1;
         r->queued = 0;
+        account(r);
     }
     a->acquired_n = 0;
     *out = grants;

@@ -41,6 +41,10 @@ struct item_rec {
     int64_t czxid;
     uint64_t op_id, watch_id;
     long inflight;         /* this record's ops and watches not yet come back */
+    int dirty;             /* on the dirty list: looked at by the next reconcile */
+    item_rec *dirty_next;
+    unsigned bits;         /* the counts it is in (allocator_claims.c: account) */
+    uint64_t target_stamp; /* the target that last wanted it */
 };
 
 typedef struct {
@@ -48,6 +52,25 @@ typedef struct {
     double weight;
     int64_t czxid;
 } member_info;
+
+/* A member node, as read: listed by the last listing, read once with a watch and kept until
+ * that watch fires (a member node's data never changes; a node deleted and made again under
+ * the same name fires it), so a change of the group reads only the nodes that changed. */
+typedef enum { MEMBER_NEED, MEMBER_READING, MEMBER_KNOWN, MEMBER_GONE } member_state;
+
+typedef struct member_rec member_rec;
+struct member_rec {
+    struct zkl_allocator *a;
+    char *name;                     /* its node name under members/ */
+    char *id;                       /* the identifier (the name unescaped) */
+    double weight;
+    int64_t czxid;
+    member_state st;
+    uint64_t op_id, watch_id;
+    long inflight;                  /* its ops and watches not yet come back */
+    int detached;                   /* not listed any more: freed once nothing is in flight */
+    member_rec *all_prev, *all_next; /* every record, listed or detached */
+};
 
 typedef enum { JOIN_ENSURE, JOIN_SEED, JOIN_CREATE, JOIN_CHECK, JOIN_WAIT } join_step;
 
@@ -89,9 +112,10 @@ struct zkl_allocator {
     size_t member_count;
     int members_loaded, need_members;
     uint64_t members_op, members_watch;
-    uint64_t *round_ops;       /* the gets of one listing, by child */
-    member_info *round;        /* their results (id NULL: not (yet) read, or gone) */
-    size_t round_count, round_pending;
+    member_rec **listed;       /* the last listing's member nodes, sorted by name */
+    size_t listed_n;
+    size_t member_pending;     /* listed ones to read (NEED) or being read */
+    member_rec *all_members;
     char **items;
     size_t item_count;
     zkl_json *assignment;      /* the node's whole JSON, or NULL */
@@ -112,6 +136,18 @@ struct zkl_allocator {
     item_rec **buckets;
     size_t bucket_count, rec_count;
     size_t releasing;          /* records asked to release, released or deleting */
+    size_t busy_count;         /* records a leave must wait for */
+    size_t done_count;         /* records held and reported as the assignment wants */
+    item_rec *dirty_head;      /* records to look at (allocator_claims.c) */
+    item_rec **wanted;         /* the records the current target wants */
+    size_t wanted_n;
+    uint64_t target_stamp;
+    int target_dirty;          /* the assignment changed: set the target again */
+    int claims_open;           /* at the last reconcile claims could start (all were offered) */
+    int was_connected;
+    uint64_t view;             /* moves with every change of members, set or assignment */
+    uint64_t checked_view;     /* ... when the assignment was last checked against them */
+    int checked_ok;
     item_rec **acquired_q;     /* reported at the next take */
     size_t acquired_n, acquired_cap;
     char **release_q, **lost_q;
@@ -148,8 +184,9 @@ int zkl_alloc_assignment_key(const zkl_json *members, const zkl_json *assignment
 
 /* allocator_claims.c */
 item_rec *zkl_claims_find(zkl_allocator *a, const char *item);
-/* Marks the items the assignment gives us (all others unwanted). */
-void zkl_claims_set_target(zkl_allocator *a, const zkl_json *items);
+/* Marks the items the assignment gives us (all others unwanted): 0, or -1 when out of memory
+ * (nothing changed). */
+int zkl_claims_set_target(zkl_allocator *a, const zkl_json *items);
 void zkl_claims_clear_target(zkl_allocator *a);
 /* Sends what the items need (creates only when claims may start) and queues news. */
 void zkl_claims_reconcile(zkl_allocator *a);
@@ -157,6 +194,10 @@ void zkl_claims_reconcile(zkl_allocator *a);
 size_t zkl_claims_releasing(const zkl_allocator *a);
 /* Whether any item still needs us before a leave can end. */
 int zkl_claims_busy(const zkl_allocator *a);
+/* Every wanted item is held and reported, nothing else is held, no news waits. */
+int zkl_claims_settled(const zkl_allocator *a);
+/* Nobody will run release hooks any more (the allocator is freed): give everything up. */
+void zkl_claims_abandon(zkl_allocator *a);
 /* The session expired or closed: queue every reported item as lost, forget the rest. */
 void zkl_claims_lose_all(zkl_allocator *a);
 /* The session was freed: drop every record at once. */
