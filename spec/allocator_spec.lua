@@ -338,22 +338,7 @@ describe("PartitionAllocator", function()
       assert_divided(set, ma, mb)
       assert_safe()
     end)
-
-    it("a set over a znode's 1 MiB is refused with a clear error, and nothing is written", function()
-      local big = {}
-      for i = 1, 60000 do big[i] = string.format("a-rather-long-item-name-%08d", i) end
-      local ma = member(a, "A")
-      local err = raises(errors.BadArgumentsError, ma.start, ma, big)
-      assert.truthy(tostring(err):find("1 MiB", 1, true), tostring(err))
-      assert.are.equal("seed_partitions", err.argument)
-      assert.is_nil(a:exists(path))
-      ma:start({ "small" })
-      settle(ma)
-      err = raises(errors.BadArgumentsError, ma.add_partitions, ma, big)
-      assert.truthy(tostring(err):find("bytes of JSON", 1, true), tostring(err))
-      assert.are.same({ "small" }, ma:partitions())
-      assert.are.same({ "small" }, ma.allocation)
-    end)
+    -- sets over one znode (chunked): spec/allocator_large_set_spec.lua
   end)
 
   describe("strategies", function()

@@ -13,6 +13,7 @@
  *   a:partitions() -> sorted items
  *   a:assignment() -> generation, {member -> {items}}, {members it was computed for}
  *     (generation only: none)
+ *   a:generation(); a:moved() -> the items that changed owner since the last call
  *   a:touch(); a:publish(epoch, {member -> {items}} | nil) -> true (published), false
  *     (unchanged), or nil and "stale" | "invalid" | "too big" | "out of memory"
  *   core.allocator_encode_items(list) -> JSON text, or nil and the 1-based index of an item
@@ -20,6 +21,8 @@
  *   core.allocator_decode_items(text) -> list, or nil and why
  *   core.allocator_node_name(s) -> s escaped for a znode name
  *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
+ *   core.allocator_chunk_header(data), allocator_new_tag(version), allocator_chunk_stale(name,
+ *     tag), allocator_cut_items(list, limit): chunked sets (src/recipes/allocator_chunks.c)
  *
  * The logic is in allocator.c; lua/zklua/recipes/allocator.lua runs the hooks and the strategy
  * when told to (a notify event, ZKL_ALLOCATOR_NOTIFY_NEWS, target a:id()): no Lua is called
@@ -33,6 +36,7 @@
 #include <string.h>
 
 #include "../recipes/allocator.h"
+#include "../recipes/allocator_private.h"
 #include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"
@@ -210,6 +214,33 @@ static int allocator_assignment(lua_State *L)
 
 ZKL_RECIPE_VOID(allocator_touch, check_allocator, zkl_allocator_touch)
 
+static int allocator_generation(lua_State *L)
+{
+    int64_t generation;
+    zkl_allocator_assignment(check_allocator(L), &generation, NULL);
+    lua_pushinteger(L, (lua_Integer)generation);
+    return 1;
+}
+
+/* a:moved() -> the items that changed owner since the last call (sorted as C found them) */
+static int allocator_moved(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    char **list;
+    size_t n;
+    if (zkl_allocator_moved(a, &list, &n) != 0)
+        return luaL_error(L, "allocator: out of memory");
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, list[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+    return 1;
+}
+
 /* Appends the JSON array of the strings in the table at idx: 0, or the 1-based index of the
  * first entry that is not a good name (-1: not a table of them at all). */
 static lua_Integer encode_list(lua_State *L, int idx, zkl_json_buf *b)
@@ -385,6 +416,77 @@ static int max_node(lua_State *L)
     return 1;
 }
 
+/* core.allocator_chunk_header(data) -> "none" | "chunked" | "newer" | "bad", tag, chunks,
+ * format: what a set's or assignment's node holds (allocator_chunks.c) */
+static int chunk_header(lua_State *L)
+{
+    size_t len;
+    const char *data = luaL_optlstring(L, 1, "", &len);
+    zkl_alloc_header h;
+    int kind = zkl_alloc_chunk_header(data, (int)len, &h);
+    zkl_json_free(h.tree);
+    lua_pushstring(L, kind == ZKL_CHUNKED_NONE  ? "none"
+                      : kind == ZKL_CHUNKED_YES ? "chunked"
+                      : kind == ZKL_CHUNKED_NEWER ? "newer"
+                                                  : "bad");
+    lua_pushstring(L, h.tag);
+    lua_pushinteger(L, (lua_Integer)h.chunks);
+    lua_pushinteger(L, h.format);
+    return 4;
+}
+
+/* core.allocator_new_tag(replaced_version) -> a fresh tag for a writer's chunks */
+static int new_tag(lua_State *L)
+{
+    char tag[ZKL_TAG_MAX];
+    if (zkl_alloc_new_tag(tag, (int)luaL_checkinteger(L, 1)) != 0)
+        return luaL_error(L, "allocator: cannot read /dev/urandom for a chunk tag");
+    lua_pushstring(L, tag);
+    return 1;
+}
+
+/* core.allocator_chunk_stale(name, tag) -> whether the writer that committed tag deletes name */
+static int chunk_stale(lua_State *L)
+{
+    lua_pushboolean(L, zkl_alloc_chunk_stale(luaL_checkstring(L, 1), luaL_checkstring(L, 2)));
+    return 1;
+}
+
+/* core.allocator_cut_items(list, limit) -> {json array texts of at most limit bytes}, or nil
+ * and the 1-based index of a bad item */
+static int cut_items(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    size_t limit = (size_t)luaL_checkinteger(L, 2);
+    size_t n = (size_t)lua_rawlen(L, 1);
+    const char **items = lua_newuserdatauv(L, (n ? n : 1) * sizeof *items, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 1, (lua_Integer)i + 1);
+        size_t len;
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        lua_pop(L, 1); /* (the list keeps the string alive) */
+        if (!s || !good_name(s, len)) {
+            lua_pushnil(L);
+            lua_pushinteger(L, (lua_Integer)i + 1);
+            return 2;
+        }
+        items[i] = s;
+    }
+    char **chunks;
+    size_t count;
+    if (zkl_alloc_cut_array(items, n, limit, &chunks, &count) != 0)
+        return luaL_error(L, "allocator: an item over a chunk's size, or out of memory");
+    lua_createtable(L, (int)count, 0);
+    for (size_t i = 0; i < count; i++) {
+        lua_pushstring(L, chunks[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    for (size_t i = 0; i < count; i++)
+        free(chunks[i]);
+    free(chunks);
+    return 1;
+}
+
 static const luaL_Reg allocator_methods[] = {
     {"start", allocator_start},
     {"leave", allocator_leave},
@@ -404,6 +506,8 @@ static const luaL_Reg allocator_methods[] = {
     {"partitions", allocator_partitions},
     {"assignment", allocator_assignment},
     {"touch", allocator_touch},
+    {"generation", allocator_generation},
+    {"moved", allocator_moved},
     {"publish", allocator_publish},
     {NULL, NULL},
 };
@@ -416,6 +520,10 @@ void zkl_register_allocator(lua_State *L)
         {"allocator_decode_items", decode_items},
         {"allocator_node_name", node_name},
         {"allocator_max_node", max_node},
+        {"allocator_chunk_header", chunk_header},
+        {"allocator_new_tag", new_tag},
+        {"allocator_chunk_stale", chunk_stale},
+        {"allocator_cut_items", cut_items},
         {NULL, NULL},
     };
     luaL_setfuncs(L, helpers, 0);

@@ -147,7 +147,8 @@ static void free_all_members(zkl_allocator *a)
 static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int version,
                            int64_t generation)
 {
-    zkl_json_free(a->assignment);
+    if (a->assignment != a->seen_assignment) /* (the seen one stays until the next is seen) */
+        zkl_json_free(a->assignment);
     free(a->assignment_body);
     a->assignment = tree;
     a->assignment_body = body;
@@ -155,6 +156,40 @@ static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int ver
     a->generation = generation;
     a->target_dirty = 1;
     a->view++;
+}
+
+/* ---------------------------------------------------------------- chunked values */
+
+static void drop_chunks(followed_node *f)
+{
+    for (size_t i = 0; f->chunk_data && i < f->header.chunks; i++)
+        free(f->chunk_data[i]);
+    free(f->chunk_data);
+    free(f->chunk_len);
+    free(f->chunk_ops);
+    zkl_json_free(f->header.tree);
+    memset(&f->header, 0, sizeof f->header);
+    f->chunk_data = NULL;
+    f->chunk_len = NULL;
+    f->chunk_ops = NULL;
+    f->chunk_pending = 0;
+}
+
+/* Forgets a publish (and the chunk creates of it still in flight: they come back unheeded). */
+static void drop_publish(zkl_allocator *a)
+{
+    free(a->publish_data);
+    a->publish_data = NULL;
+    a->publish_op = 0;
+    for (size_t i = 0; i < a->publish_chunk_n; i++)
+        free(a->publish_chunks[i]);
+    free(a->publish_chunks);
+    free(a->publish_chunk_ops);
+    free(a->publish_header);
+    a->publish_chunks = NULL;
+    a->publish_chunk_ops = NULL;
+    a->publish_header = NULL;
+    a->publish_chunk_n = a->publish_chunk_pending = 0;
 }
 
 /* Forgets what was read of the group (the session went, or we stopped). */
@@ -174,30 +209,46 @@ static void forget_group(zkl_allocator *a)
     for (size_t i = 0; i < 2; i++) {
         f[i]->need = f[i]->loaded = f[i]->op_exists = 0;
         f[i]->op_id = f[i]->watch_id = 0;
+        drop_chunks(f[i]);
     }
     a->leader = 0;
-    free(a->publish_data);
-    a->publish_data = NULL;
-    a->publish_op = 0;
+    drop_publish(a);
+    a->gc_op = 0;
 }
 
-/* Reads an assignment node's data into a->assignment, or leaves none when it is not one. */
+/* Reads an assignment node's data into a->assignment, or leaves none when it is not one.
+ * (Its canonical key, which sorts every item, is made only when a publish needs it.) */
 static void read_assignment(zkl_allocator *a, const char *data, int len, int version)
 {
     zkl_json *tree = zkl_json_parse(data ? data : "", data ? (size_t)len : 0, NULL);
-    zkl_json_buf key;
-    zkl_json_buf_init(&key);
     const zkl_json *gen = zkl_json_get(tree, "generation");
-    if (tree && zkl_alloc_assignment_key(zkl_json_get(tree, "members"), zkl_json_get(tree, "assignment"),
-                               &key) == 0) {
+    if (tree && zkl_alloc_assignment_valid(zkl_json_get(tree, "members"),
+                                           zkl_json_get(tree, "assignment"))) {
         int64_t g = gen && gen->type == ZKL_JSON_NUMBER && gen->number >= 0 ? (int64_t)gen->number
                                                                               : 0;
-        set_assignment(a, tree, key.data, version, g);
+        set_assignment(a, tree, NULL, version, g);
         return;
     }
     zkl_json_free(tree);
-    zkl_json_buf_free(&key);
     set_assignment(a, NULL, NULL, version, 0); /* unreadable: the leader writes over it */
+}
+
+/* The current assignment's canonical key (made once): 0, or -1 (none, or out of memory). */
+static int assignment_key(zkl_allocator *a)
+{
+    if (a->assignment_body)
+        return 0;
+    if (!a->assignment)
+        return -1;
+    zkl_json_buf key;
+    zkl_json_buf_init(&key);
+    if (zkl_alloc_assignment_key(zkl_json_get(a->assignment, "members"),
+                                 zkl_json_get(a->assignment, "assignment"), &key) != 0) {
+        zkl_json_buf_free(&key);
+        return -1;
+    }
+    a->assignment_body = key.data;
+    return 0;
 }
 
 static int same_items(char **a, size_t na, char **b, size_t nb)
@@ -216,7 +267,7 @@ static int same_members(const member_info *a, size_t na, const member_info *b, s
         return 0;
     for (size_t i = 0; i < na; i++)
         if (strcmp(a[i].id, b[i].id) != 0 || a[i].weight != b[i].weight ||
-            a[i].czxid != b[i].czxid)
+            a[i].czxid != b[i].czxid || a[i].chunked != b[i].chunked)
             return 0;
     return 1;
 }
@@ -307,16 +358,41 @@ static void members_send(zkl_allocator *a)
 
 static void publish_send(zkl_allocator *a)
 {
-    if (!a->publish_data || a->publish_op)
+    if (!a->publish_data || a->publish_op || a->publish_chunk_pending)
         return;
+    if (a->publish_chunks && !a->publish_chunk_ops) { /* the chunks first, then the header */
+        a->publish_chunk_ops = calloc(a->publish_chunk_n, sizeof *a->publish_chunk_ops);
+        if (!a->publish_chunk_ops)
+            return; /* out of memory: at the next update */
+        uint64_t last;
+        zkl_create_path(a->s, a->assignment_node.chunks_path, &a->acl, &a->route, &a->inflight,
+                        &last);
+        for (size_t i = 0; i < a->publish_chunk_n; i++) {
+            char *cp = zkl_alloc_chunk_path(a->assignment_node.chunks_path, a->publish_tag, i);
+            uint64_t id = cp ? counted(a, zkl_op_create(a->s, cp, a->publish_chunks[i],
+                                                        (int)strlen(a->publish_chunks[i]),
+                                                        &a->acl, ZOO_PERSISTENT, 0, &a->route),
+                                       0)
+                             : 0;
+            free(cp);
+            a->publish_chunk_ops[i] = id;
+            a->publish_chunk_pending += id != 0;
+            if (!id) { /* out of memory: this publish is given up, computed again */
+                drop_publish(a);
+                a->epoch++;
+                return;
+            }
+        }
+        return;
+    }
     const char *p = a->assignment_node.path;
-    int len = (int)a->publish_len;
+    const char *data = a->publish_header ? a->publish_header : a->publish_data;
+    int len = (int)(a->publish_header ? a->publish_header_len : a->publish_len);
     a->publish_op =
         a->publish_version < 0
-            ? counted(a, zkl_op_create(a->s, p, a->publish_data, len, &a->acl, ZOO_PERSISTENT,
-                                       1, &a->route), 0)
-            : counted(a, zkl_op_set(a->s, p, a->publish_data, len, a->publish_version,
-                                    &a->route), 0);
+            ? counted(a, zkl_op_create(a->s, p, data, len, &a->acl, ZOO_PERSISTENT, 1,
+                                       &a->route), 0)
+            : counted(a, zkl_op_set(a->s, p, data, len, a->publish_version, &a->route), 0);
 }
 
 static void leave_send(zkl_allocator *a)
@@ -366,7 +442,7 @@ static void finish_leave_if_done(zkl_allocator *a)
     if (a->phase != ZKL_ALLOCATOR_LEAVING || !a->member_gone || zkl_claims_busy(a))
         return;
     a->phase = ZKL_ALLOCATOR_IDLE;
-    a->rc = ZOK;
+    a->rc = a->fatal_rc;
     forget_group(a);
     zkl_alloc_notify(a);
 }
@@ -518,6 +594,7 @@ static void compose_members(zkl_allocator *a)
             return;
         }
         list[n].weight = m->weight;
+        list[n].chunked = m->chunked;
         list[n++].czxid = m->czxid;
     }
     qsort(list, n, sizeof *list, member_cmp);
@@ -575,6 +652,8 @@ static void member_result(member_rec *m, const zkl_event *ev)
                         ? w->number
                         : 1;
         m->czxid = ev->stat.czxid;
+        const zkl_json *c = zkl_json_get(tree, "chunked");
+        m->chunked = c && c->type == ZKL_JSON_NUMBER && c->number >= ZKL_CHUNKED_FORMAT;
         zkl_json_free(tree);
         member_set_state(m, MEMBER_KNOWN);
     } else if (is_connection_rc(ev->rc)) {
@@ -733,6 +812,18 @@ static void assignment_read(zkl_allocator *a, const char *data, int len, int ver
     a->epoch++; /* changed by someone else: the leader looks again */
 }
 
+static void read_chunks(zkl_allocator *a, followed_node *f, zkl_alloc_header *h, int version);
+static void chunks_read(zkl_allocator *a, followed_node *f);
+
+/* A value this member cannot read (a newer format, or a broken one): it leaves, and its rc
+ * says why (ZUNIMPLEMENTED, ZMARSHALLINGERROR). */
+static void fail_unreadable(zkl_allocator *a, int rc)
+{
+    a->fatal_rc = rc;
+    if (a->phase == ZKL_ALLOCATOR_RUNNING || a->phase == ZKL_ALLOCATOR_JOINING)
+        zkl_allocator_leave(a);
+}
+
 /* A followed node's read came back: data read, or the node is missing (then its creation is
  * watched with an exists). */
 static void follow_result(zkl_allocator *a, followed_node *f, const zkl_event *ev)
@@ -759,10 +850,163 @@ static void follow_result(zkl_allocator *a, followed_node *f, const zkl_event *e
     }
     const char *data = rc == ZOK ? ev->data : NULL;
     int len = rc == ZOK ? ev->data_len : 0;
+    drop_chunks(f); /* a newer header: what was being read of an older one is stale */
+    if (rc == ZOK) {
+        zkl_alloc_header h;
+        int kind = zkl_alloc_chunk_header(data, len, &h);
+        if (kind == ZKL_CHUNKED_NEWER || kind == ZKL_CHUNKED_BAD) {
+            fail_unreadable(a, kind == ZKL_CHUNKED_NEWER ? ZUNIMPLEMENTED : ZMARSHALLINGERROR);
+            return;
+        }
+        if (kind == ZKL_CHUNKED_YES) {
+            if (f == &a->assignment_node && f->loaded && ev->stat.version == a->assignment_version)
+                zkl_json_free(h.tree); /* ours, read back */
+            else
+                read_chunks(a, f, &h, ev->stat.version);
+            return;
+        }
+        if (f == &a->assignment_node)
+            a->assignment_chunked = 0;
+    }
     if (f == &a->partitions)
         partitions_read(a, data, len);
     else
         assignment_read(a, data, len, rc == ZOK ? ev->stat.version : -1);
+}
+
+/* The value of f is the header h (version): its chunks are read, then put together. */
+static void read_chunks(zkl_allocator *a, followed_node *f, zkl_alloc_header *h, int version)
+{
+    size_t n = h->chunks ? h->chunks : 1;
+    f->header = *h;
+    f->header_version = version;
+    f->chunk_ops = calloc(n, sizeof *f->chunk_ops);
+    f->chunk_data = calloc(n, sizeof *f->chunk_data);
+    f->chunk_len = calloc(n, sizeof *f->chunk_len);
+    if (!f->chunk_ops || !f->chunk_data || !f->chunk_len) {
+        drop_chunks(f);
+        f->need = 1; /* out of memory: again later */
+        return;
+    }
+    for (size_t i = 0; i < h->chunks; i++) {
+        char *p = zkl_alloc_chunk_path(f->chunks_path, h->tag, i);
+        uint64_t id = p ? counted(a, zkl_op_get(a->s, p, 0, &a->route), 0) : 0;
+        free(p);
+        if (!id) {
+            drop_chunks(f);
+            f->need = 1;
+            return;
+        }
+        f->chunk_ops[i] = id;
+        f->chunk_pending++;
+    }
+    if (f->chunk_pending == 0)
+        chunks_read(a, f);
+}
+
+/* Every chunk of f's header is in: the value, as if it had been one node. */
+static void chunks_read(zkl_allocator *a, followed_node *f)
+{
+    zkl_json_buf b;
+    zkl_json_buf_init(&b);
+    int rc = f == &a->partitions
+                 ? zkl_alloc_join_set(f->chunk_data, f->chunk_len, f->header.chunks, &b)
+                 : zkl_alloc_join_assignment(f->header.tree, f->chunk_data, f->chunk_len,
+                                             f->header.chunks, &b);
+    int version = f->header_version;
+    drop_chunks(f);
+    if (rc != 0) {
+        if (b.failed)
+            f->need = 1; /* out of memory: again later */
+        else
+            fail_unreadable(a, ZMARSHALLINGERROR);
+    } else if (f == &a->partitions) {
+        partitions_read(a, b.data, (int)b.len);
+    } else {
+        a->assignment_chunked = 1;
+        assignment_read(a, b.data, (int)b.len, version);
+    }
+    zkl_json_buf_free(&b);
+}
+
+/* A chunk read of f came back: 1 (it was one), else 0. */
+static int chunk_result(zkl_allocator *a, followed_node *f, const zkl_event *ev)
+{
+    size_t i = 0;
+    while (f->chunk_ops && i < f->header.chunks && f->chunk_ops[i] != ev->id)
+        i++;
+    if (!f->chunk_ops || i == f->header.chunks)
+        return 0;
+    f->chunk_ops[i] = 0;
+    if (ev->rc == ZOK) {
+        f->chunk_data[i] = malloc((size_t)ev->data_len + 1);
+        if (!f->chunk_data[i]) {
+            drop_chunks(f);
+            f->need = 1;
+            return 1;
+        }
+        memcpy(f->chunk_data[i], ev->data ? ev->data : "", (size_t)ev->data_len);
+        f->chunk_data[i][ev->data_len] = '\0';
+        f->chunk_len[i] = ev->data_len;
+        if (--f->chunk_pending == 0)
+            chunks_read(a, f);
+    } else {
+        /* gone: the header was replaced meanwhile (its watch fires too); or the connection:
+         * read the header again, never half of one value and half of another */
+        drop_chunks(f);
+        if (!is_session_rc(ev->rc))
+            f->need = 1;
+    }
+    return 1;
+}
+
+/* A chunk create of the publish under way came back: 1 (it was one), else 0. */
+static int publish_chunk_result(zkl_allocator *a, const zkl_event *ev)
+{
+    size_t i = 0;
+    while (a->publish_chunk_ops && i < a->publish_chunk_n && a->publish_chunk_ops[i] != ev->id)
+        i++;
+    if (!a->publish_chunk_ops || i == a->publish_chunk_n)
+        return 0;
+    a->publish_chunk_ops[i] = 0;
+    if (ev->rc == ZOK) {
+        a->publish_chunk_pending--; /* all in: the header goes next (publish_send) */
+        return 1;
+    }
+    /* not written (the outcome may be unknown): given up; its chunks, if any, are named by no
+     * header and go with the next clean-up; the leader computes again */
+    if (!is_session_rc(ev->rc) && !is_connection_rc(ev->rc) && ev->rc != ZNODEEXISTS &&
+        ev->rc != ZNONODE)
+        a->publish_rc = ev->rc;
+    drop_publish(a);
+    a->assignment_node.need = 1;
+    a->epoch++;
+    return 1;
+}
+
+/* After a header went in that replaced a chunked one (or is one): the chunks no header can
+ * name any more are deleted (allocator_chunks.c says which). */
+static void collect_chunks(zkl_allocator *a, const char *tag)
+{
+    snprintf(a->gc_tag, sizeof a->gc_tag, "%s", tag);
+    a->gc_op = counted(a, zkl_op_children(a->s, a->assignment_node.chunks_path, 0, &a->route),
+                       0);
+}
+
+static int gc_result(zkl_allocator *a, const zkl_event *ev)
+{
+    if (!a->gc_op || ev->id != a->gc_op)
+        return 0;
+    a->gc_op = 0;
+    for (int i = 0; ev->rc == ZOK && i < ev->string_count; i++) {
+        if (!zkl_alloc_chunk_stale(ev->strings[i], a->gc_tag))
+            continue;
+        char *p = zkl_join_path(a->assignment_node.chunks_path, ev->strings[i]);
+        if (p)
+            counted(a, zkl_op_delete(a->s, p, -1, &a->route), 0); /* unheeded: best effort */
+        free(p);
+    }
+    return 1;
 }
 
 static void published(zkl_allocator *a, const zkl_event *ev)
@@ -770,7 +1014,17 @@ static void published(zkl_allocator *a, const zkl_event *ev)
     int rc = ev->rc;
     if (rc == ZOK) {
         int version = ev->has_stat ? ev->stat.version : 0;
+        int was_chunked = a->assignment_chunked;
         read_assignment(a, a->publish_data, (int)a->publish_len, version); /* ours, now */
+        a->assignment_chunked = a->publish_chunks != NULL;
+        if (a->assignment_chunked || was_chunked) {
+            char tag[ZKL_TAG_MAX];
+            if (a->publish_chunks)
+                snprintf(tag, sizeof tag, "%s", a->publish_tag);
+            else
+                snprintf(tag, sizeof tag, "%010d-", a->publish_version + 1); /* no chunk's */
+            collect_chunks(a, tag);
+        }
         a->publish_rc = ZOK;
     } else if (!is_session_rc(rc)) {
         /* someone else changed it, or the outcome is unknown: read it and compute again */
@@ -780,8 +1034,7 @@ static void published(zkl_allocator *a, const zkl_event *ev)
         else
             a->epoch++;
     }
-    free(a->publish_data);
-    a->publish_data = NULL;
+    drop_publish(a);
 }
 
 static void leave_result(zkl_allocator *a, const zkl_event *ev)
@@ -801,6 +1054,9 @@ static void leave_result(zkl_allocator *a, const zkl_event *ev)
 static void on_op(zkl_allocator *a, const zkl_event *ev)
 {
     uint64_t id = ev->id;
+    if (chunk_result(a, &a->partitions, ev) || chunk_result(a, &a->assignment_node, ev) ||
+        publish_chunk_result(a, ev) || gc_result(a, ev))
+        return;
     if (id == a->join_op) {
         a->join_op = 0;
         join_result(a, ev);
@@ -942,6 +1198,8 @@ static void destroy(zkl_allocator *a)
     zkl_claims_free_all(a);
     forget_group(a);
     free_all_members(a);
+    if (a->seen_assignment != a->assignment)
+        zkl_json_free(a->seen_assignment);
     free(a->buckets);
     free(a->acquired_q);
     free_strings(a->release_q, a->release_n);
@@ -952,6 +1210,8 @@ static void destroy(zkl_allocator *a)
     free(a->member_node);
     free(a->partitions.path);
     free(a->assignment_node.path);
+    free(a->partitions.chunks_path);
+    free(a->assignment_node.chunks_path);
     free(a->identifier);
     free(a->member_data);
     free(a->seed);
@@ -965,7 +1225,7 @@ static char *member_data(double weight, size_t *len)
     zkl_json_buf_init(&b);
     zkl_json_buf_raw(&b, "{\"weight\":", 10);
     zkl_json_buf_number(&b, weight);
-    zkl_json_buf_raw(&b, "}", 1);
+    zkl_json_buf_raw(&b, ",\"chunked\":2}", 13); /* it reads chunked values */
     if (b.failed) {
         zkl_json_buf_free(&b);
         return NULL;
@@ -993,12 +1253,15 @@ zkl_allocator *zkl_allocator_new(zkl_session *s, const char *path, const char *i
     a->owners_path = zkl_join_path(path, "owners");
     a->partitions.path = zkl_join_path(path, "partitions");
     a->assignment_node.path = zkl_join_path(path, "assignment");
+    a->partitions.chunks_path = zkl_join_path(path, "partitions-chunks");
+    a->assignment_node.chunks_path = zkl_join_path(path, "assignment-chunks");
     a->member_node = name && a->members_path ? zkl_join_path(a->members_path, name) : NULL;
     a->member_data = member_data(weight, &a->member_data_len);
     free(name);
     errno = 0;
     if (!a->path || !a->identifier || !a->owners_path || !a->partitions.path ||
         !a->assignment_node.path || !a->member_node || !a->member_data ||
+        !a->partitions.chunks_path || !a->assignment_node.chunks_path ||
         zkl_acl_copy(&a->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0 ||
         zkl_session_add_state_listener(s, on_state, a) != 0) {
         if (!errno)
@@ -1063,6 +1326,7 @@ int zkl_allocator_start(zkl_allocator *a, const char *seed, size_t seed_len)
     a->phase = ZKL_ALLOCATOR_JOINING;
     a->jstep = JOIN_ENSURE;
     a->rc = ZOK;
+    a->fatal_rc = ZOK;
     a->publish_rc = ZOK;
     a->ensure_rounds = 0;
     a->member_gone = 0;
@@ -1079,8 +1343,7 @@ int zkl_allocator_leave(zkl_allocator *a)
     a->phase = ZKL_ALLOCATOR_LEAVING;
     a->member_gone = 0;
     a->leader = 0;
-    free(a->publish_data);
-    a->publish_data = NULL;
+    drop_publish(a);
     zkl_alloc_update(a);
     return 0;
 }
@@ -1103,7 +1366,7 @@ int zkl_allocator_fresh(const zkl_allocator *a)
 {
     const followed_node *f[] = {&a->partitions, &a->assignment_node};
     for (size_t i = 0; i < 2; i++)
-        if (f[i]->need || (f[i]->op_id && !f[i]->op_exists))
+        if (f[i]->need || (f[i]->op_id && !f[i]->op_exists) || f[i]->chunk_ops)
             return 0;
     return zkl_allocator_ready(a) && !a->need_members && !a->members_op && a->member_pending == 0 &&
            !a->publish_data && !a->publish_op && (!a->leader || a->epoch == a->answered_epoch);
@@ -1158,6 +1421,65 @@ int zkl_allocator_settled(zkl_allocator *a)
         a->checked_view = a->view;
     }
     return a->checked_ok;
+}
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+int zkl_allocator_moved(zkl_allocator *a, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    const zkl_json *before = zkl_json_get(a->seen_assignment, "assignment");
+    const zkl_json *after = zkl_json_get(a->assignment, "assignment");
+    size_t count = 0;
+    for (size_t m = 0; before && m < before->count; m++)
+        count += before->values[m]->count;
+    size_t cap = 16;
+    while (cap < 2 * count)
+        cap *= 2;
+    const char **items = calloc(cap, sizeof *items), **owners = calloc(cap, sizeof *owners);
+    size_t out_n = 0, out_cap = 0;
+    char **list = NULL;
+    int rc = items && owners ? 0 : -1;
+    for (size_t m = 0; rc == 0 && before && m < before->count; m++) { /* item -> old owner */
+        const zkl_json *l = before->values[m];
+        for (size_t j = 0; j < l->count; j++) {
+            size_t k = fnv(l->values[j]->string) & (cap - 1);
+            while (items[k])
+                k = (k + 1) & (cap - 1);
+            items[k] = l->values[j]->string;
+            owners[k] = before->keys[m];
+        }
+    }
+    for (size_t m = 0; rc == 0 && after && m < after->count; m++) {
+        const zkl_json *l = after->values[m];
+        for (size_t j = 0; rc == 0 && j < l->count; j++) {
+            const char *item = l->values[j]->string;
+            size_t k = fnv(item) & (cap - 1);
+            while (items[k] && strcmp(items[k], item) != 0)
+                k = (k + 1) & (cap - 1);
+            if (items[k] && strcmp(owners[k], after->keys[m]) != 0)
+                rc = zkl_alloc_push_string(&list, &out_n, &out_cap, item);
+        }
+    }
+    free(items);
+    free(owners);
+    if (rc != 0) {
+        free_strings(list, out_n);
+        return -1;
+    }
+    if (a->seen_assignment != a->assignment)
+        zkl_json_free(a->seen_assignment);
+    a->seen_assignment = a->assignment;
+    *out = list;
+    *n = out_n;
+    return 0;
 }
 
 int zkl_allocator_take(zkl_allocator *a, zkl_allocator_news *news)
@@ -1270,6 +1592,59 @@ static char *assignment_data(const zkl_allocator *a, const char *members, const 
     return b.data;
 }
 
+/* Every live member reads chunked values (its member node says "chunked":2). */
+static int all_read_chunked(const zkl_allocator *a)
+{
+    for (size_t i = 0; i < a->member_count; i++)
+        if (!a->members[i].chunked)
+            return 0;
+    return 1;
+}
+
+/* The assignment (canonical members and body) as chunks and their header: 0, or an errno. */
+static int chunked_assignment(zkl_allocator *a, const char *members, const char *body,
+                              char tag[ZKL_TAG_MAX], char ***chunks, size_t *n, char **header,
+                              size_t *header_len)
+{
+    if (zkl_alloc_new_tag(tag, a->assignment_version) != 0)
+        return EIO;
+    char *probe = zkl_alloc_chunk_path(a->assignment_node.chunks_path, tag, 0);
+    if (!probe)
+        return ENOMEM;
+    size_t limit = zkl_allocator_max_node(probe);
+    free(probe);
+    zkl_json *tree = zkl_json_parse(body, strlen(body), NULL);
+    int rc = tree ? zkl_alloc_cut_assignment(tree, limit, chunks, n) : -1;
+    zkl_json_free(tree);
+    if (rc != 0)
+        return ENOMEM;
+    zkl_json_buf b;
+    zkl_json_buf_init(&b);
+    zkl_json_buf_raw(&b, "{\"zklua_chunked\":2,\"tag\":", 25);
+    zkl_json_buf_string(&b, tag, strlen(tag));
+    zkl_json_buf_raw(&b, ",\"chunks\":", 10);
+    zkl_json_buf_number(&b, (double)*n);
+    zkl_json_buf_raw(&b, ",\"generation\":", 14);
+    zkl_json_buf_number(&b, (double)(a->generation + 1));
+    zkl_json_buf_raw(&b, ",\"leader\":", 10);
+    zkl_json_buf_string(&b, a->identifier, strlen(a->identifier));
+    zkl_json_buf_raw(&b, ",\"members\":", 11);
+    zkl_json_buf_raw(&b, members, strlen(members));
+    zkl_json_buf_raw(&b, "}", 1);
+    if (b.failed || b.len > zkl_allocator_max_node(a->assignment_node.path)) {
+        int e = b.failed ? ENOMEM : EMSGSIZE; /* (members alone over a node) */
+        zkl_json_buf_free(&b);
+        for (size_t i = 0; i < *n; i++)
+            free((*chunks)[i]);
+        free(*chunks);
+        *chunks = NULL;
+        return e;
+    }
+    *header = b.data;
+    *header_len = b.len;
+    return 0;
+}
+
 int zkl_allocator_publish(zkl_allocator *a, uint64_t epoch, const char *body, size_t len)
 {
     if (!a->s || !a->leader || epoch != a->epoch || a->phase != ZKL_ALLOCATOR_RUNNING) {
@@ -1297,28 +1672,40 @@ int zkl_allocator_publish(zkl_allocator *a, uint64_t epoch, const char *body, si
         zkl_json_buf_free(&key);
         return -1;
     }
-    if (a->assignment_body && strcmp(a->assignment_body, key.data) == 0) {
+    if (assignment_key(a) == 0 && strcmp(a->assignment_body, key.data) == 0) {
         zkl_json_buf_free(&members);
         zkl_json_buf_free(&key);
         return 0; /* the same members own the same items: nothing to publish */
     }
     size_t data_len = 0;
     char *data = assignment_data(a, members.data, key.data + members_len, &data_len);
+    char **chunks = NULL, *header = NULL;
+    size_t chunk_n = 0, header_len = 0;
+    char tag[ZKL_TAG_MAX];
+    int err = data ? 0 : ENOMEM;
+    if (!err && data_len > zkl_allocator_max_node(a->assignment_node.path)) {
+        err = all_read_chunked(a) ? chunked_assignment(a, members.data, key.data + members_len,
+                                                       tag, &chunks, &chunk_n, &header,
+                                                       &header_len)
+                                  : EMSGSIZE;
+    }
     zkl_json_buf_free(&members);
     zkl_json_buf_free(&key);
-    if (!data) {
-        errno = ENOMEM;
-        return -1;
-    }
-    if (data_len > zkl_allocator_max_node(a->assignment_node.path)) {
+    if (err) {
         free(data);
-        errno = EMSGSIZE;
+        errno = err;
         return -1;
     }
-    free(a->publish_data);
+    drop_publish(a);
     a->publish_data = data;
     a->publish_len = data_len;
     a->publish_version = a->assignment_version;
+    a->publish_chunks = chunks;
+    a->publish_chunk_n = chunk_n;
+    a->publish_header = header;
+    a->publish_header_len = header_len;
+    if (chunks)
+        snprintf(a->publish_tag, sizeof a->publish_tag, "%s", tag);
     zkl_alloc_update(a);
     return 1;
 }

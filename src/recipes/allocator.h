@@ -3,9 +3,14 @@
  * members of a group, as a C state machine (no Lua here).
  *
  * Layout under <path> (persistent parents are created when missing):
- *   members/<name(identifier)>  EPHEMERAL, data {"weight":W}: the live members.
+ *   members/<name(identifier)>  EPHEMERAL, data {"weight":W,"chunked":2}: the live members
+ *                               ("chunked":2: it reads chunked values; older zklua omits it).
  *   partitions                  the item set: a JSON array of strings, sorted.  Writers change
  *                               it by compare-and-set (the Lua side: add/remove_partitions).
+ *                               Too big for one znode: a header and partitions-chunks/, and
+ *                               the same for the assignment (assignment-chunks/): the chunked
+ *                               format, allocator_chunks.c, written only when every live
+ *                               member reads it.
  *   assignment                  {"generation":G,"leader":ID,"members":[IDs],
  *                               "assignment":{ID:[items],...}}: who owns what, and the live
  *                               members it was computed for; written by the leader by
@@ -51,6 +56,12 @@
  *   again on the new session (a new member node) and follows the assignment again;
  *   without, the allocator stops (rc ZSESSIONEXPIRED).  The session stopped (ZCLOSING) or
  *   refused (ZAUTHFAILED): the same, and it always stops.
+ * - A set or assignment is read whole or not at all: a chunked one's header first, then every
+ *   chunk it names (a chunk gone: the header is read again).  One in a format newer than this
+ *   code reads (or broken) is never misread: the member leaves, its rc ZUNIMPLEMENTED (or
+ *   ZMARSHALLINGERROR).
+ * - Work per event is O(1) (allocator_claims.c); member nodes are read once each, with a
+ *   watch, so a change of the group reads only the nodes that changed.
  * - zkl_allocator_free() with ops or watches in flight leaves the object allocated
  *   ("orphaned") until they all came back; an orphan sends no news.  A running allocator
  *   dropped without leave keeps its nodes until the session ends.
@@ -145,6 +156,11 @@ const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *genera
                                          const zkl_json **members);
 uint64_t zkl_allocator_epoch(const zkl_allocator *a);
 
+/* The items whose owner differs between the assignment the owner heard of last (at the last
+ * call) and the current one, which it now has heard of: 0, or -1 when out of memory (nothing
+ * changed).  *out: malloc'd strings. */
+int zkl_allocator_moved(zkl_allocator *a, char ***out, size_t *n);
+
 /* Something the leader's computation depends on changed (its strategy): compute again. */
 void zkl_allocator_touch(zkl_allocator *a);
 
@@ -152,8 +168,9 @@ void zkl_allocator_touch(zkl_allocator *a);
  * nothing to publish for it.  It is written in a canonical form (members and items sorted
  * bytewise) and only when that differs from the current assignment's.  1 when published
  * (or under way), 0 when equal to the current one, -1 with errno ESTALE (the epoch passed,
- * or not leading), EINVAL (body is not such an object), EMSGSIZE (too big for a node),
- * ENOMEM. */
+ * or not leading), EINVAL (body is not such an object), EMSGSIZE (too big for a node, and a
+ * live member does not read chunked values), ENOMEM.  Too big for one node, it is chunked
+ * (allocator_chunks.c): the chunks are created, then the header, then stale chunks deleted. */
 int zkl_allocator_publish(zkl_allocator *a, uint64_t epoch, const char *body, size_t len);
 
 /* A string escaped for a znode name: bytes other than A-Z a-z 0-9 - _ . ~ become %XX, and

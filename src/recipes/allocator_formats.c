@@ -219,3 +219,29 @@ int zkl_alloc_assignment_key(const zkl_json *members, const zkl_json *assignment
         return -1;
     return zkl_alloc_canonical_assignment(assignment, out);
 }
+
+/* Whether members and assignment have the shapes zkl_alloc_assignment_key() accepts (without
+ * sorting anything: what every follower checks of every assignment it reads). */
+int zkl_alloc_assignment_valid(const zkl_json *members, const zkl_json *assignment)
+{
+    if (members && members->type != ZKL_JSON_ARRAY)
+        return 0;
+    for (size_t i = 0; members && i < members->count; i++)
+        if (members->values[i]->type != ZKL_JSON_STRING || !members->values[i]->string[0])
+            return 0;
+    if (!assignment || assignment->type != ZKL_JSON_OBJECT)
+        return 0;
+    for (size_t m = 0; m < assignment->count; m++) {
+        const zkl_json *items = assignment->values[m];
+        const char *key = assignment->keys[m];
+        if (!key || !key[0] || items->type != ZKL_JSON_ARRAY)
+            return 0;
+        for (size_t k = 0; k < m; k++) /* members are few */
+            if (strcmp(assignment->keys[k], key) == 0)
+                return 0;
+        for (size_t j = 0; j < items->count; j++)
+            if (items->values[j]->type != ZKL_JSON_STRING || !items->values[j]->string[0])
+                return 0;
+    }
+    return 1;
+}

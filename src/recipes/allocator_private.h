@@ -51,6 +51,7 @@ typedef struct {
     char *id;
     double weight;
     int64_t czxid;
+    int chunked;    /* its member node says it reads chunked values (format 2) */
 } member_info;
 
 /* A member node, as read: listed by the last listing, read once with a watch and kept until
@@ -65,6 +66,7 @@ struct member_rec {
     char *id;                       /* the identifier (the name unescaped) */
     double weight;
     int64_t czxid;
+    int chunked;
     member_state st;
     uint64_t op_id, watch_id;
     long inflight;                  /* its ops and watches not yet come back */
@@ -72,6 +74,15 @@ struct member_rec {
     member_rec *all_prev, *all_next; /* every record, listed or detached */
 };
 
+/* allocator_chunks.c: chunked values (format 2), see there */
+enum { ZKL_CHUNKED_FORMAT = 2, ZKL_CHUNKS_MAX = 100000, ZKL_TAG_MAX = 40 };
+enum { ZKL_CHUNKED_NONE = 0, ZKL_CHUNKED_YES = 1, ZKL_CHUNKED_NEWER = -1, ZKL_CHUNKED_BAD = -2 };
+typedef struct {
+    int format;
+    size_t chunks;
+    char tag[ZKL_TAG_MAX];
+    zkl_json *tree; /* the header's JSON (YES only: the caller frees it) */
+} zkl_alloc_header;
 typedef enum { JOIN_ENSURE, JOIN_SEED, JOIN_CREATE, JOIN_CHECK, JOIN_WAIT } join_step;
 
 /* A node followed with get + watch (exists + watch while it does not exist). */
@@ -82,6 +93,14 @@ typedef struct {
     int op_exists;     /* ... is an exists (the node was missing) */
     uint64_t watch_id; /* the watch that makes it be read again */
     int loaded;        /* read at least once since joining */
+    /* a chunked value (allocator_chunks.c): its header, and its chunks being read */
+    char *chunks_path;        /* <path>-chunks */
+    zkl_alloc_header header;  /* tree NULL: none being read */
+    int header_version;
+    uint64_t *chunk_ops;      /* per chunk: its read in flight, 0 once back */
+    char **chunk_data;
+    int *chunk_len;
+    size_t chunk_pending;
 } followed_node;
 
 struct zkl_allocator {
@@ -119,7 +138,9 @@ struct zkl_allocator {
     char **items;
     size_t item_count;
     zkl_json *assignment;      /* the node's whole JSON, or NULL */
-    char *assignment_body;     /* the canonical "assignment" object, or NULL */
+    char *assignment_body;     /* its canonical key (members, then who owns what), made when
+                                  a publish compares with it; NULL: not made yet */
+    zkl_json *seen_assignment; /* the assignment the owner last heard of (moved items) */
     int assignment_version;    /* -1: no node */
     int64_t generation;
     int leader;
@@ -131,6 +152,17 @@ struct zkl_allocator {
     int publish_version;       /* -1: create */
     uint64_t publish_op;
     int publish_rc;
+    /* a chunked publish: publish_data is the whole (format 1) text, read back once it is in */
+    char **publish_chunks;     /* the chunks' texts (NULL: a plain publish) */
+    size_t publish_chunk_n, publish_chunk_pending;
+    uint64_t *publish_chunk_ops; /* their creates (NULL: not sent yet) */
+    char *publish_header;
+    size_t publish_header_len;
+    char publish_tag[ZKL_TAG_MAX];
+    int assignment_chunked;    /* the assignment read or written last was chunked */
+    uint64_t gc_op;            /* listing the assignment's chunks to delete stale ones */
+    char gc_tag[ZKL_TAG_MAX];
+    int fatal_rc;              /* a value this member cannot read: it leaves, rc says why */
 
     /* items */
     item_rec **buckets;
@@ -181,6 +213,30 @@ int zkl_alloc_canonical_assignment(const zkl_json *obj, zkl_json_buf *out);
  * are compared by.  0, or -1 when either is not of its shape. */
 int zkl_alloc_assignment_key(const zkl_json *members, const zkl_json *assignment,
                              zkl_json_buf *out);
+
+/* What a node's data is: NONE (a format-1 value), YES (a header, h filled), NEWER (a header of
+ * format h->format, unknown here) or BAD (a header that cannot be read). */
+int zkl_alloc_chunk_header(const char *data, int len, zkl_alloc_header *h);
+char *zkl_alloc_chunk_path(const char *chunks_path, const char *tag, size_t i);
+/* A new tag for a writer replacing header version replaced_version (-1: creating it): 0, or -1
+ * (no randomness). */
+int zkl_alloc_new_tag(char tag[ZKL_TAG_MAX], int replaced_version);
+/* Whether the chunk node name may be deleted by the writer that committed tag. */
+int zkl_alloc_chunk_stale(const char *name, const char *tag);
+/* items cut into JSON arrays of at most limit bytes each (malloc'd texts): 0, or -1 (an item
+ * alone over the limit, or out of memory). */
+int zkl_alloc_cut_array(const char *const *items, size_t count, size_t limit, char ***out,
+                        size_t *n);
+/* A canonical assignment object cut into JSON objects of at most limit bytes each. */
+int zkl_alloc_cut_assignment(const zkl_json *obj, size_t limit, char ***out, size_t *n);
+/* The set's format-1 text from its chunks, in order: 0, or -1 (a chunk not an array). */
+int zkl_alloc_join_set(char *const *chunks, const int *lens, size_t n, zkl_json_buf *out);
+/* The assignment's format-1 text from its header and chunks: 0, or -1. */
+int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const int *lens,
+                              size_t n, zkl_json_buf *out);
+
+/* Whether they have the shapes zkl_alloc_assignment_key() accepts (nothing sorted). */
+int zkl_alloc_assignment_valid(const zkl_json *members, const zkl_json *assignment);
 
 /* allocator_claims.c */
 item_rec *zkl_claims_find(zkl_allocator *a, const char *item);

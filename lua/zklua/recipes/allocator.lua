@@ -32,9 +32,12 @@
 --   (state "idle", allocator.error = SessionExpiredError).  zk:stop() is a LOST that always
 --   stops.
 -- * The set is one JSON array in <path>/partitions, changed by compare-and-set, so concurrent
---   add/remove from many members never lose an update.  A set (or an assignment) must fit in
---   one znode: about 1 MiB of JSON (core.allocator_max_node); a bigger one is refused with a
---   BadArgumentsError before anything is written.
+--   add/remove from many members never lose an update.  A set (or an assignment) too big for
+--   one znode (about 1 MiB of JSON, core.allocator_max_node) is chunked (format 2,
+--   src/recipes/allocator_chunks.c): its chunks are written first, then the header by
+--   compare-and-set, so readers never see a torn set; only when every live member reads
+--   format 2 (else a KazooException names the members to upgrade, before anything is
+--   written).  A set that fits again is written as one znode again.
 -- * Timeouts: start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
 --   most timeout seconds (default: the client's timeout): start and stop then raise
 --   TimeoutError (the leave goes on in the background), wait_settled returns false.  Every
@@ -85,7 +88,7 @@ local fields = {
   allocation = function(self) return sorted_keys(self._owned) end,
   state = function(self) return self._ud:phase() end,
   is_leader = function(self) return self._ud:is_leader() end,
-  generation = function(self) return (self._ud:assignment()) end,
+  generation = function(self) return self._ud:generation() end,
 }
 
 function Allocator.__index(self, key)
@@ -131,16 +134,6 @@ local function canonical_set(items)
   end
   table.sort(list)
   return list
-end
-
-local function encode_set(fname, list, node_path, argument)
-  local json = core.allocator_encode_items(list)
-  local limit = core.allocator_max_node(node_path)
-  if #json > limit then
-    check.fail(fname, argument, string.format("the set would be %d bytes of JSON, over the " ..
-               "%d a znode can hold (ZooKeeper's 1 MiB limit)", #json, limit))
-  end
-  return json
 end
 
 local function resolve_strategy(fname, strategy, argument)
@@ -245,31 +238,21 @@ function Allocator:_compute(epoch)
   end
 end
 
-local function moved_items(before, after)
-  local moved = {}
-  for item, member in pairs(after) do
-    if before[item] ~= nil and before[item] ~= member then moved[#moved + 1] = item end
-  end
-  table.sort(moved)
-  return moved
-end
-
 function Allocator:_rebalanced(old, gained, lost, session_lost)
-  local generation, assignment = self._ud:assignment()
+  local ud = self._ud
+  local generation = ud:generation()
   local moved = {}
   if generation ~= self._last_generation then
-    local owners = owners_of(assignment)
-    moved = moved_items(self._last_owners or {}, owners)
-    self._last_generation, self._last_owners = generation, owners
+    moved = ud:moved() -- (in C: O(items) once per generation, not a Lua walk)
+    table.sort(moved)
+    self._last_generation = generation
   end
   table.sort(gained)
   table.sort(lost)
-  if self.on_rebalance then
-    local info = { gained = gained, lost = lost, moved = moved, generation = generation,
-                   session_lost = session_lost }
-    local ok, err = pcall(self.on_rebalance, self.allocation, old, info)
-    if not ok then log(self, "ERROR", "on_rebalance raised: " .. tostring(err)) end
-  end
+  local info = { gained = gained, lost = lost, moved = moved, generation = generation,
+                 session_lost = session_lost }
+  local ok, err = pcall(self.on_rebalance, self.allocation, old, info)
+  if not ok then log(self, "ERROR", "on_rebalance raised: " .. tostring(err)) end
 end
 
 -- One round: what C says changed, the hooks, on_rebalance.  Returns whether news came.
@@ -278,7 +261,8 @@ function Allocator:_round()
   local items, tokens, release, lost, compute = ud:take()
   if compute then self:_compute(compute) end
   if #items + #release + #lost == 0 then return compute ~= nil end
-  local old = self.allocation
+  -- (the lists on_rebalance gets cost O(share) to build: only when there is one)
+  local old = self.on_rebalance and self.allocation
   local gained, gone, session_lost = {}, {}, false
   for _, item in ipairs(lost) do
     if self._owned[item] then
@@ -300,7 +284,9 @@ function Allocator:_round()
     gained[#gained + 1] = item
     run_hook(self, "on_acquire", self.on_acquire, item, tokens[i])
   end
-  if #gained + #gone > 0 then self:_rebalanced(old, gained, gone, session_lost) end
+  if #gained + #gone > 0 and self.on_rebalance then
+    self:_rebalanced(old, gained, gone, session_lost)
+  end
   return true
 end
 
@@ -361,7 +347,14 @@ function Allocator:_unregister()
   if reg[self.path] == self then reg[self.path] = nil end
   self._registered = false
   local rc = self._ud:rc()
-  if rc ~= 0 and rc ~= ZCLOSING and not self.error then
+  if rc == core.codes.ZUNIMPLEMENTED and not self.error then
+    self.error = errors.KazooException("the set or assignment under " .. self.path .. " is " ..
+                                       "in a chunked format newer than this zklua reads (2): " ..
+                                       "upgrade zklua", self.path)
+  elseif rc == core.codes.ZMARSHALLINGERROR and not self.error then
+    self.error = errors.KazooException("the set or assignment under " .. self.path .. " is " ..
+                                       "a chunked value that cannot be read", self.path)
+  elseif rc ~= 0 and rc ~= ZCLOSING and not self.error then
     self.error = errors.from_code(rc, self.path)
   end
 end
@@ -389,8 +382,15 @@ function Allocator:start(seed, timeout)
     errors.raise(errors.KazooException, "start: this allocator is already " .. ud:phase(),
                  self.path)
   end
-  local json = encode_set("start", canonical_set(seed), self._partitions_path,
-                          "seed_partitions")
+  local list = canonical_set(seed)
+  local json = core.allocator_encode_items(list)
+  if #json > core.allocator_max_node(self._partitions_path) then
+    -- chunked: written here, only if there is no set yet (C seeds with one node only)
+    local ok, exists = pcall(client.exists, client, self._partitions_path)
+    if not ok then error(exists, 0) end
+    if not exists then self:_write_set("start", list, nil, false, "seed_partitions") end
+    json = "[]"
+  end
   self:_register()
   self.error = nil
   self._stop_asked = false
@@ -466,19 +466,141 @@ function Allocator:remove_partitions(items)
   return self:_change_set("remove_partitions", items, false)
 end
 
+local function unname(name)
+  return (name:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+local function chunk_path(chunks, tag, i)
+  return string.format("%s/%s-%05d", chunks, tag, i)
+end
+
+local function raise_format(node, kind, format)
+  if kind == "newer" then
+    errors.raise(errors.KazooException, "the value at " .. node .. " is in chunked format " ..
+                 tostring(format) .. ", newer than this zklua reads (2): upgrade zklua", node)
+  end
+  errors.raise(errors.KazooException, "the value at " .. node .. " is a chunked header " ..
+               "that cannot be read", node)
+end
+
+-- The set at node: its items (as stored), the header's stat (nil: no set), and its chunk tag
+-- when chunked.  A chunk gone means the header was replaced meanwhile: read again.
 local function read_set(client, node)
-  local ok, data, stat = pcall(client.get, client, node)
+  for _ = 1, 100 do
+    local ok, data, stat = pcall(client.get, client, node)
+    if not ok then
+      if errors.is(data, errors.NoNodeError) then return {}, nil end
+      error(data, 0)
+    end
+    if data == nil or data == "" then return {}, stat end
+    local kind, tag, n, format = core.allocator_chunk_header(data)
+    if kind == "none" then
+      local list, why = core.allocator_decode_items(data)
+      if not list then
+        errors.raise(errors.KazooException, "the set at " .. node .. " is not a JSON array " ..
+                     "of strings (" .. tostring(why) .. ")", node)
+      end
+      return list, stat
+    elseif kind ~= "chunked" then
+      raise_format(node, kind, format)
+    end
+    local list, whole = {}, true
+    for i = 0, n - 1 do
+      local got, chunk = pcall(client.get, client, chunk_path(node .. "-chunks", tag, i))
+      if not got then
+        if not errors.is(chunk, errors.NoNodeError) then error(chunk, 0) end
+        whole = false -- replaced meanwhile
+        break
+      end
+      local part, why = core.allocator_decode_items(chunk)
+      if not part then
+        errors.raise(errors.KazooException, "chunk " .. i .. " of the set at " .. node ..
+                     " is not a JSON array of strings (" .. tostring(why) .. ")", node)
+      end
+      for _, item in ipairs(part) do list[#list + 1] = item end
+    end
+    if whole then return list, stat, tag end
+  end
+  errors.raise(errors.KazooException, "the set at " .. node .. " kept changing while read", node)
+end
+
+-- Members whose node does not say they read chunked values (zklua before format 2).
+local function old_readers(client, members_path)
+  local ok, names = pcall(client.get_children, client, members_path)
   if not ok then
-    if errors.is(data, errors.NoNodeError) then return {}, nil end
-    error(data, 0)
+    if errors.is(names, errors.NoNodeError) then return {} end
+    error(names, 0)
   end
-  if data == "" then return {}, stat end
-  local list, why = core.allocator_decode_items(data)
-  if not list then
-    errors.raise(errors.KazooException, "the set at " .. node .. " is not a JSON array of " ..
-                 "strings (" .. tostring(why) .. ")", node)
+  local old = {}
+  for _, name in ipairs(names) do
+    local got, data = pcall(client.get, client, members_path .. "/" .. name)
+    if got and not (data or ""):find('"chunked":%s*[2-9]') then old[#old + 1] = unname(name) end
   end
-  return list, stat
+  table.sort(old)
+  return old
+end
+
+-- Deletes the chunks that the header committed with tag made unreachable (and chunks of
+-- writers that died before their header went in).
+local function collect_chunks(client, chunks, tag)
+  local ok, names = pcall(client.get_children, client, chunks)
+  if not ok then return end
+  for _, name in ipairs(names) do
+    if core.allocator_chunk_stale(name, tag) then
+      pcall(client.delete, client, chunks .. "/" .. name)
+    end
+  end
+end
+
+-- Writes list (sorted, without repeats) as the set, replacing the header of stat (nil:
+-- creating it): one node when it fits, else chunks then the header.  Returns true, or false
+-- when someone else changed the set first (read it again).  Raises when the set needs chunks
+-- and a live member reads only one node.
+function Allocator:_write_set(fname, list, stat, was_chunked, argument)
+  local client, node = self.client, self._partitions_path
+  local chunks = node .. "-chunks"
+  local json = core.allocator_encode_items(list)
+  local version = stat and stat.version or -1
+  local tag, header
+  if #json <= core.allocator_max_node(node) then
+    header = json
+  else
+    local old = old_readers(client, self._members_path)
+    if #old > 0 then
+      errors.raise(errors.KazooException, string.format("%s: %s would be %d bytes, over one " ..
+                   "znode, and these live members read only one-znode sets (zklua before " ..
+                   "chunked sets): %s; upgrade them first", fname, argument, #json,
+                   table.concat(old, ", ")), node)
+    end
+    tag = core.allocator_new_tag(version)
+    local texts = core.allocator_cut_items(list,
+                                           core.allocator_max_node(chunk_path(chunks, tag, 0)))
+    client:ensure_path(chunks)
+    local futures = {}
+    for i, text in ipairs(texts) do
+      futures[i] = client:create_async(chunk_path(chunks, tag, i - 1), text)
+    end
+    for _, f in ipairs(futures) do f:get() end
+    header = string.format('{"zklua_chunked":2,"tag":"%s","chunks":%d,"count":%d}', tag,
+                           #texts, #list)
+  end
+  local ok, err
+  if stat then
+    ok, err = pcall(client.set, client, node, header, version)
+  else
+    ok, err = pcall(client.create, client, node, header, { makepath = true })
+  end
+  if not ok then
+    if not (errors.is(err, errors.BadVersionError) or errors.is(err, errors.NodeExistsError)
+            or errors.is(err, errors.NoNodeError)) then
+      error(err, 0)
+    end
+    return false -- our chunks, if any, are named by no header: the next writer deletes them
+  end
+  if tag or was_chunked then
+    collect_chunks(client, chunks, tag or string.format("%010d-", version + 1))
+  end
+  return true
 end
 
 function Allocator:_change_set(fname, items, add)
@@ -493,7 +615,7 @@ function Allocator:_change_set(fname, items, add)
                           client.handler.sleep)
   return retry(function()
     while true do
-      local current, stat = read_set(client, node)
+      local current, stat, tag = read_set(client, node)
       local set, changed = {}, false
       for _, item in ipairs(current) do set[item] = true end
       for _, item in ipairs(items) do
@@ -501,24 +623,10 @@ function Allocator:_change_set(fname, items, add)
         set[item] = add or nil
       end
       if not changed then return false end
-      local json = encode_set(fname, sorted_keys(set), node, "items")
-      local ok, err
-      if stat then
-        ok, err = pcall(client.set, client, node, json, stat.version)
-      else
-        ok, err = pcall(client.create, client, node, json, { makepath = true })
-      end
-      if ok then return true end
-      if not (errors.is(err, errors.BadVersionError) or errors.is(err, errors.NodeExistsError)
-              or errors.is(err, errors.NoNodeError)) then
-        error(err, 0)
-      end -- someone else changed it meanwhile: read it again
+      if self:_write_set(fname, sorted_keys(set), stat, tag ~= nil, "items") then return true end
+      -- someone else changed it meanwhile: read it again
     end
   end)
-end
-
-local function unname(name)
-  return (name:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
 --- The live members' identifiers, sorted (what this member last read while running; read
