@@ -216,9 +216,7 @@ ZKL_RECIPE_VOID(allocator_touch, check_allocator, zkl_allocator_touch)
 
 static int allocator_generation(lua_State *L)
 {
-    int64_t generation;
-    zkl_allocator_assignment(check_allocator(L), &generation, NULL);
-    lua_pushinteger(L, (lua_Integer)generation);
+    lua_pushinteger(L, (lua_Integer)zkl_allocator_generation(check_allocator(L)));
     return 1;
 }
 

@@ -150,6 +150,11 @@ static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int ver
     if (a->assignment != a->seen_assignment) /* (the seen one stays until the next is seen) */
         zkl_json_free(a->assignment);
     free(a->assignment_body);
+    free(a->assignment_text);
+    zkl_json_free(a->skim_members);
+    zkl_json_free(a->skim_mine);
+    a->assignment_text = NULL;
+    a->skim_members = a->skim_mine = NULL;
     a->assignment = tree;
     a->assignment_body = body;
     a->assignment_version = version;
@@ -216,10 +221,76 @@ static void forget_group(zkl_allocator *a)
     a->gc_op = 0;
 }
 
+static int strings_array(const zkl_json *v)
+{
+    if (!v || v->type != ZKL_JSON_ARRAY)
+        return 0;
+    for (size_t i = 0; i < v->count; i++)
+        if (v->values[i]->type != ZKL_JSON_STRING || !v->values[i]->string[0])
+            return 0;
+    return 1;
+}
+
+/* A follower's read: only the members and its own items are parsed (O(own share) allocations,
+ * not O(items)); the text is kept for full_assignment().  0, or -1 (read it whole instead). */
+static int skim_assignment(zkl_allocator *a, const char *data, int len, int version)
+{
+    zkl_alloc_skim k;
+    if (!data || len <= 0 || !a->identifier_json ||
+        zkl_alloc_skim_assignment(data, (size_t)len, a->identifier_json,
+                                  a->identifier_json_len, &k) != 0)
+        return -1;
+    zkl_json *members = zkl_json_parse(k.members, k.members_len, NULL);
+    zkl_json *mine = k.mine ? zkl_json_parse(k.mine, k.mine_len, NULL) : NULL;
+    zkl_json *gen = k.generation ? zkl_json_parse(k.generation, k.generation_len, NULL) : NULL;
+    char *text = malloc((size_t)len + 1);
+    int ok = text && strings_array(members) && (!k.mine || strings_array(mine));
+    int64_t g = gen && gen->type == ZKL_JSON_NUMBER && gen->number >= 0 ? (int64_t)gen->number : 0;
+    zkl_json_free(gen);
+    if (!ok) {
+        free(text);
+        zkl_json_free(members);
+        zkl_json_free(mine);
+        return -1;
+    }
+    memcpy(text, data, (size_t)len);
+    text[len] = '\0';
+    set_assignment(a, NULL, NULL, version, g);
+    a->assignment_text = text;
+    a->assignment_len = (size_t)len;
+    a->skim_members = members;
+    a->skim_mine = mine;
+    return 0;
+}
+
+/* The whole assignment, parsed now if it was only skimmed (NULL: none, or not one). */
+static const zkl_json *full_assignment(zkl_allocator *a)
+{
+    if (!a->assignment && a->assignment_text) {
+        zkl_json *tree = zkl_json_parse(a->assignment_text, a->assignment_len, NULL);
+        if (tree && zkl_alloc_assignment_valid(zkl_json_get(tree, "members"),
+                                               zkl_json_get(tree, "assignment")))
+            a->assignment = tree;
+        else
+            zkl_json_free(tree);
+        free(a->assignment_text);
+        a->assignment_text = NULL;
+    }
+    return a->assignment;
+}
+
+/* The members the assignment was computed for (skimmed or whole). */
+static const zkl_json *assignment_members(const zkl_allocator *a)
+{
+    return a->assignment ? zkl_json_get(a->assignment, "members") : a->skim_members;
+}
+
 /* Reads an assignment node's data into a->assignment, or leaves none when it is not one.
  * (Its canonical key, which sorts every item, is made only when a publish needs it.) */
 static void read_assignment(zkl_allocator *a, const char *data, int len, int version)
 {
+    if (skim_assignment(a, data, len, version) == 0)
+        return;
     zkl_json *tree = zkl_json_parse(data ? data : "", data ? (size_t)len : 0, NULL);
     const zkl_json *gen = zkl_json_get(tree, "generation");
     if (tree && zkl_alloc_assignment_valid(zkl_json_get(tree, "members"),
@@ -238,7 +309,7 @@ static int assignment_key(zkl_allocator *a)
 {
     if (a->assignment_body)
         return 0;
-    if (!a->assignment)
+    if (!full_assignment(a))
         return -1;
     zkl_json_buf key;
     zkl_json_buf_init(&key);
@@ -469,6 +540,8 @@ static void settle(zkl_allocator *a)
 
 static const zkl_json *my_items(const zkl_allocator *a)
 {
+    if (!a->assignment && a->assignment_text)
+        return a->skim_mine; /* (NULL: none of ours) */
     return zkl_json_get(zkl_json_get(a->assignment, "assignment"), a->identifier);
 }
 
@@ -1213,6 +1286,7 @@ static void destroy(zkl_allocator *a)
     free(a->partitions.chunks_path);
     free(a->assignment_node.chunks_path);
     free(a->identifier);
+    free(a->identifier_json);
     free(a->member_data);
     free(a->seed);
     zkl_acl_free(&a->acl);
@@ -1257,6 +1331,11 @@ zkl_allocator *zkl_allocator_new(zkl_session *s, const char *path, const char *i
     a->assignment_node.chunks_path = zkl_join_path(path, "assignment-chunks");
     a->member_node = name && a->members_path ? zkl_join_path(a->members_path, name) : NULL;
     a->member_data = member_data(weight, &a->member_data_len);
+    zkl_json_buf idj;
+    zkl_json_buf_init(&idj);
+    zkl_json_buf_string(&idj, identifier, strlen(identifier));
+    a->identifier_json = idj.failed ? NULL : idj.data; /* NULL: followers read it whole */
+    a->identifier_json_len = idj.len;
     free(name);
     errno = 0;
     if (!a->path || !a->identifier || !a->owners_path || !a->partitions.path ||
@@ -1355,6 +1434,7 @@ uint64_t zkl_allocator_id(const zkl_allocator *a) { return a->id; }
 long zkl_allocator_inflight(const zkl_allocator *a) { return a->inflight; }
 int zkl_allocator_publish_rc(const zkl_allocator *a) { return a->publish_rc; }
 uint64_t zkl_allocator_epoch(const zkl_allocator *a) { return a->epoch; }
+int64_t zkl_allocator_generation(const zkl_allocator *a) { return a->generation; }
 
 int zkl_allocator_ready(const zkl_allocator *a)
 {
@@ -1379,10 +1459,10 @@ static int item_cmp(const void *pa, const void *pb)
 
 /* The assignment names exactly the live members it was computed for and gives each item of
  * the set to one of them. */
-static int assignment_current(const zkl_allocator *a)
+static int assignment_current(zkl_allocator *a)
 {
-    const zkl_json *obj = zkl_json_get(a->assignment, "assignment");
-    const zkl_json *members = zkl_json_get(a->assignment, "members");
+    const zkl_json *obj = zkl_json_get(full_assignment(a), "assignment");
+    const zkl_json *members = assignment_members(a);
     if (!obj)
         return a->item_count == 0;
     if (!members || members->count != a->member_count)
@@ -1436,7 +1516,7 @@ int zkl_allocator_moved(zkl_allocator *a, char ***out, size_t *n)
     *out = NULL;
     *n = 0;
     const zkl_json *before = zkl_json_get(a->seen_assignment, "assignment");
-    const zkl_json *after = zkl_json_get(a->assignment, "assignment");
+    const zkl_json *after = zkl_json_get(full_assignment(a), "assignment");
     size_t count = 0;
     for (size_t m = 0; before && m < before->count; m++)
         count += before->values[m]->count;
@@ -1539,14 +1619,15 @@ const char *zkl_allocator_item(const zkl_allocator *a, size_t i)
     return i < a->item_count ? a->items[i] : NULL;
 }
 
-const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation,
+const zkl_json *zkl_allocator_assignment(zkl_allocator *a, int64_t *generation,
                                          const zkl_json **members)
 {
     if (generation)
         *generation = a->generation;
+    const zkl_json *tree = full_assignment(a);
     if (members)
-        *members = zkl_json_get(a->assignment, "members");
-    return zkl_json_get(a->assignment, "assignment");
+        *members = zkl_json_get(tree, "members");
+    return zkl_json_get(tree, "assignment");
 }
 
 void zkl_allocator_touch(zkl_allocator *a)

@@ -147,14 +147,16 @@ int zkl_allocator_released(zkl_allocator *a, const char *item);
 
 /* The inputs of a computation: members (sorted bytewise, with weights), items (sorted), and
  * the current assignment (its "assignment" object, or NULL) with its generation (0: none)
- * and the members it was computed for (*members: an array, or NULL). */
+ * and the members it was computed for (*members: an array, or NULL).  A follower reads only
+ * the members and its own items of each assignment; this parses the whole (once). */
 size_t zkl_allocator_member_count(const zkl_allocator *a);
 const char *zkl_allocator_member(const zkl_allocator *a, size_t i, double *weight);
 size_t zkl_allocator_item_count(const zkl_allocator *a);
 const char *zkl_allocator_item(const zkl_allocator *a, size_t i);
-const zkl_json *zkl_allocator_assignment(const zkl_allocator *a, int64_t *generation,
+const zkl_json *zkl_allocator_assignment(zkl_allocator *a, int64_t *generation,
                                          const zkl_json **members);
 uint64_t zkl_allocator_epoch(const zkl_allocator *a);
+int64_t zkl_allocator_generation(const zkl_allocator *a); /* the assignment's (0: none) */
 
 /* The items whose owner differs between the assignment the owner heard of last (at the last
  * call) and the current one, which it now has heard of: 0, or -1 when out of memory (nothing

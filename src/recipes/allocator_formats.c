@@ -6,7 +6,9 @@
  * Guarantees: names are reversible and always legal znode names (no '/', never "." or "..");
  * canonical forms sort members and items bytewise, so the same assignment always has the
  * same text whatever order a strategy returned it in; data that is not of the expected shape
- * is refused (or, for a set, read as its strings only), never half-read.
+ * is refused (or, for a set, read as its strings only), never half-read.  A follower skims an
+ * assignment's text (zkl_alloc_skim_assignment: where the members and its own items are,
+ * without allocating) and parses only those parts; the whole is parsed when needed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,4 +246,115 @@ int zkl_alloc_assignment_valid(const zkl_json *members, const zkl_json *assignme
                 return 0;
     }
     return 1;
+}
+
+/* ---------------------------------------------------------------- skimming an assignment */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at '"': just after the closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* Just after the value at p (strings and brackets followed, nothing else checked), or NULL.
+ * Iterative: the depth is a counter, never the stack. */
+static const char *skip_value(const char *p, const char *end)
+{
+    size_t depth = 0;
+    do {
+        if (p >= end)
+            return NULL;
+        if (*p == '"') {
+            p = skip_string(p, end);
+            if (!p)
+                return NULL;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+            p++;
+        } else if (*p == '}' || *p == ']') {
+            if (depth == 0)
+                return NULL;
+            depth--;
+            p++;
+        } else if (depth > 0) {
+            p++; /* , : whitespace, scalars inside a container */
+        } else {
+            while (p < end && !strchr(",}] \t\r\n", *p))
+                p++;
+        }
+    } while (depth > 0);
+    return p;
+}
+
+int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, size_t key_len,
+                              zkl_alloc_skim *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text, *end = text + len;
+    int in_assignment = 0;
+    p = skip_ws(p, end);
+    if (p >= end || *p != '{')
+        return -1;
+    p++;
+    for (;;) {
+        p = skip_ws(p, end);
+        if (p < end && *p == '}') {
+            if (!in_assignment)
+                return out->members && out->assignment ? 0 : -1;
+            in_assignment = 0; /* the assignment object ends: back at the top */
+            p++;
+            continue;
+        }
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+        }
+        if (p >= end || *p != '"')
+            return -1;
+        const char *k = p;
+        p = skip_string(p, end);
+        if (!p)
+            return -1;
+        size_t klen = (size_t)(p - k);
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return -1;
+        p = skip_ws(p + 1, end);
+        const char *v = p;
+        if (!in_assignment && klen == 12 && memcmp(k, "\"assignment\"", 12) == 0) {
+            if (*v != '{')
+                return -1;
+            out->assignment = v;
+            in_assignment = 1;
+            p = v + 1;
+            continue;
+        }
+        p = skip_value(p, end);
+        if (!p)
+            return -1;
+        if (in_assignment) {
+            if (klen == key_len && memcmp(k, key, key_len) == 0) {
+                out->mine = v;
+                out->mine_len = (size_t)(p - v);
+            }
+        } else if (klen == 9 && memcmp(k, "\"members\"", 9) == 0) {
+            out->members = v;
+            out->members_len = (size_t)(p - v);
+        } else if (klen == 12 && memcmp(k, "\"generation\"", 12) == 0) {
+            out->generation = v;
+            out->generation_len = (size_t)(p - v);
+        }
+    }
 }

@@ -141,6 +141,13 @@ struct zkl_allocator {
     char *assignment_body;     /* its canonical key (members, then who owns what), made when
                                   a publish compares with it; NULL: not made yet */
     zkl_json *seen_assignment; /* the assignment the owner last heard of (moved items) */
+    /* a follower parses only the parts it needs (the members, its own items): the whole text
+     * is kept and parsed when something needs all of it (full_assignment) */
+    char *assignment_text;     /* NULL: parsed (a->assignment), or none */
+    size_t assignment_len;
+    zkl_json *skim_members, *skim_mine;
+    char *identifier_json;     /* the identifier as JSON writes it, quotes included */
+    size_t identifier_json_len;
     int assignment_version;    /* -1: no node */
     int64_t generation;
     int leader;
@@ -235,6 +242,16 @@ int zkl_alloc_join_set(char *const *chunks, const int *lens, size_t n, zkl_json_
 int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const int *lens,
                               size_t n, zkl_json_buf *out);
 
+/* Where the parts a follower needs are in an assignment's text (nothing allocated, nothing
+ * but strings and brackets checked: the parts are parsed and checked by the caller). */
+typedef struct {
+    const char *generation, *members, *assignment, *mine; /* NULL: not there */
+    size_t generation_len, members_len, mine_len;
+} zkl_alloc_skim;
+/* key: this member's identifier as JSON writes it (with its quotes).  0, or -1 when the text
+ * is not an object holding "members" and an "assignment" object. */
+int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, size_t key_len,
+                              zkl_alloc_skim *out);
 /* Whether they have the shapes zkl_alloc_assignment_key() accepts (nothing sorted). */
 int zkl_alloc_assignment_valid(const zkl_json *members, const zkl_json *assignment);
 
