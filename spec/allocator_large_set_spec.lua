@@ -2,8 +2,9 @@
 -- its assignment) over 1 MiB of JSON is stored as a header and numbered chunk nodes, written
 -- chunks first and header last (compare-and-set), so no reader ever assembles a torn set;
 -- older readers and newer formats fail clearly instead of misreading.  Against a real server;
--- sizes are the make-test ones (200k items: a tenth of the 1M target), with no time bounds
--- beyond generous waits (speed is measured by bench/allocator_bench.lua, not here).
+-- sizes are the make-test ones (50k items of long names, 1.7 MB: past one znode at a
+-- fraction of make bench-scale's 1M items), with no time bounds beyond generous waits
+-- (speed is measured by bench/allocator_bench.lua and make bench-scale, not here).
 local zklua = require "zklua"
 local core = require "zklua.core"
 local errors = require "zklua.errors"
@@ -12,7 +13,7 @@ local helpers = require "support.helpers"
 
 local raises = helpers.raises
 
-local LONG = 600 -- an upper bound for each wait on 200k items, never a speed claim
+local LONG = 600 -- an upper bound for each wait on 50k items, never a speed claim
 local ROOT = "/allocator-large"
 
 local function items(n, prefix)
@@ -71,9 +72,9 @@ describe("PartitionAllocator, a set over one znode", function()
     return (admin:get(path .. "/partitions"))
   end
 
-  it("200k items: members divide a chunked set and a chunked assignment, each item once",
+  it("1.7 MB of items: members divide a chunked set and a chunked assignment, each item once",
      function()
-    local set = items(200000)
+    local set = items(50000, "a-rather-long-item-name-") -- 1.7 MB of JSON
     local zka, zkb = client(), client()
     local states = {}
     for _, zk in ipairs({ zka, zkb }) do
@@ -161,7 +162,7 @@ describe("PartitionAllocator, a set over one znode", function()
 
   it("a writer whose session dies mid-update leaves the set whole; the next write cleans up",
      function()
-    local set = items(120000)
+    local set = items(40000, "a-rather-long-item-name-") -- 1.4 MB of JSON
     local zka = client()
     local ma = member(zka, "A")
     ma:start(set, LONG)
