@@ -101,6 +101,14 @@ static void member_set_state(member_rec *m, member_state st)
     m->st = st;
 }
 
+static void release_member(member_rec *m)
+{
+    free(m->name);
+    free(m->id);
+    free(m);
+}
+
+/* Unlinks m from its allocator's list of records, then frees it. */
 static void free_member(member_rec *m)
 {
     zkl_allocator *a = m->a;
@@ -110,9 +118,7 @@ static void free_member(member_rec *m)
         a->all_members = m->all_next;
     if (m->all_next)
         m->all_next->all_prev = m->all_prev;
-    free(m->name);
-    free(m->id);
-    free(m);
+    release_member(m);
 }
 
 /* m is not listed any more: what comes back of it is only counted. */
@@ -140,8 +146,14 @@ static void free_all_members(zkl_allocator *a)
     a->listed = NULL;
     a->listed_n = 0;
     a->member_pending = 0;
-    while (a->all_members)
-        free_member(a->all_members);
+    /* every record goes: the list is dropped whole, not unlinked record by record */
+    member_rec *m = a->all_members;
+    a->all_members = NULL;
+    while (m) {
+        member_rec *next = m->all_next;
+        release_member(m);
+        m = next;
+    }
 }
 
 static void set_assignment(zkl_allocator *a, zkl_json *tree, char *body, int version,
@@ -813,7 +825,8 @@ static void members_listed(zkl_allocator *a, char **names, size_t n)
         a->need_members = 1;
         return;
     }
-    memcpy(sorted, names, n * sizeof *sorted);
+    if (n > 0) /* (names may be NULL when there are none) */
+        memcpy(sorted, names, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, name_cmp);
     size_t k = 0, j = 0;
     for (size_t i = 0; i < n; i++) {

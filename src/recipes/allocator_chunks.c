@@ -98,10 +98,14 @@ int zkl_alloc_chunk_stale(const char *name, const char *tag)
 
 /* ---------------------------------------------------------------- cutting */
 
+/* Moves cur's text to the end of *out (cur is emptied): 0, or -1 when cur failed or out of
+ * memory (*out still owns every chunk pushed before, whatever realloc did). */
 static int push_chunk(zkl_json_buf *cur, char ***out, size_t *n)
 {
+    if (cur->failed)
+        return -1;
     char **grown = realloc(*out, (*n + 1) * sizeof *grown);
-    if (!grown || cur->failed)
+    if (!grown)
         return -1;
     *out = grown;
     (*out)[(*n)++] = cur->data;
