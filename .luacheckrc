@@ -26,7 +26,7 @@ files["lua/zklua/retry.lua"] = { read_globals = { "unpack" } }
 files["spec/kazoo/support.lua"] = { read_globals = { "unpack" } }
 files["bench/partitioner_bench.lua"] = { read_globals = { "unpack" } }
 files["bench/strategies_bench.lua"] = { read_globals = { "unpack" } }
-files["lua/zklua/strategies.lua"] = { read_globals = { "setfenv" } }
+files["lua/zklua/recipes/partitioning/strategies.lua"] = { read_globals = { "setfenv" } }
 files["lua/zklua/testing.lua"] = { read_globals = { "newproxy" } }
 files["lua/zklua/testing/proxy.lua"] = { read_globals = { "newproxy" } }
 files["spec/locking_queue_spec.lua"] = { read_globals = { "jit" } }

@@ -20,12 +20,12 @@ INST_BINDIR ?= $(PREFIX)/bin
 NGX_LIBDIR ?= $(PREFIX)/lib/lua/5.1
 NGX_LUADIR ?= $(PREFIX)/share/lua/5.1
 
-CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c)
+CORE_SRC := $(wildcard src/core/*.c src/recipes/*.c src/recipes/*/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 CORE_OBJ := $(CORE_SRC:src/%.c=build/obj/%.o)
 LUA_OBJ  := $(LUA_SRC:src/%.c=build/obj/%.o)
 LUAJIT_OBJ := $(LUA_SRC:src/%.c=build/luajit/obj/%.o)
-HEADERS  := $(wildcard src/*/*.h)
+HEADERS  := $(wildcard src/*/*.h src/*/*/*.h)
 
 # The sanitized build (make asan): its own objects and runner under build/asan.
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined

@@ -1,4 +1,4 @@
--- PartitionAllocator sets larger than one znode (src/recipes/allocator_chunks.c): a set (and
+-- PartitionAllocator sets larger than one znode (src/recipes/partitioning/allocator_chunks.c): a set (and
 -- its assignment) over 1 MiB of JSON is stored as a header and numbered chunk nodes, written
 -- chunks first and header last (compare-and-set), so no reader ever assembles a torn set;
 -- older readers and newer formats fail clearly instead of misreading.  Against a real server;

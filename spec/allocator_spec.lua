@@ -1,4 +1,4 @@
--- PartitionAllocator (src/recipes/allocator*.c, lua/zklua/recipes/allocator.lua) against a
+-- PartitionAllocator (src/recipes/partitioning/allocator*.c, lua/zklua/recipes/partitioning/allocator.lua) against a
 -- real server, with several clients in this process: division and re-division, hooks and
 -- their order and bounds, the shared set, strategies (switched, failing, mixed), SUSPENDED
 -- and LOST, and bad input.  spec/allocator_processes_spec.lua runs members as processes

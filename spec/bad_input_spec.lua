@@ -207,17 +207,24 @@ describe("bad input", function()
       assert.are.same({}, zk:get_children(ROOT))
     end
 
-    it("fail at once when a recipe derives one from a path within the limit", function()
+    it("fail at once when what the checks let through is over it (a value and a long ACL)",
+       function()
       local states = {}
       zk:add_listener(function(state) states[#states + 1] = state end)
       local session_id = zk:client_id()
-      -- the path is within the limit; the lock node's name under it takes it over
-      local path = "/" .. string.rep("p", core.max_packet - 130)
-      local lock = zk:Lock(path)
-      local ok, err = pcall(lock.acquire, lock, true, 5)
+      local path = ROOT .. "/full"
+      -- the value is within the value check's limit; the ACL (not in that check) takes the
+      -- request over the server's
+      local value = string.rep("v", core.max_packet - #path - 128)
+      local acl = {}
+      for i = 1, 200 do
+        acl[i] = security.make_digest_acl("user" .. i, "password" .. i, { all = true })
+      end
+      local ok, err = pcall(zk.create, zk, path, value, { acl = acl })
       assert.is_false(ok)
       assert(errors.is(err, errors.BadArgumentsError), tostring(err))
-      assert(#tostring(err) < 400, "the message is not a dump of the path")
+      assert(#tostring(err) < 400, "the message is not a dump of the request")
+      assert.is_nil(zk:exists(path))
       assert_connection_kept(session_id, states)
     end)
 

@@ -1,4 +1,4 @@
--- SetPartitioner (src/recipes/set_partitioner.c, lua/zklua/recipes/partitioner.lua) against
+-- SetPartitioner (src/recipes/partitioning/set_partitioner.c, lua/zklua/recipes/partitioning/partitioner.lua) against
 -- real servers: several clients in one process, zklua member processes
 -- (spec/fixtures/partitioner_child.lua) and kazoo member processes
 -- (spec/fixtures/kazoo_partitioner.py, Debian's python3-kazoo), with real faults (kill -9,
@@ -14,7 +14,7 @@ local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"
 local helpers = require "support.helpers"
-local partitioner = require "zklua.recipes.partitioner"
+local partitioner = require "zklua.recipes.partitioning.partitioner"
 
 local ROOT = "/partitioner-spec"
 local TB = 0.3 -- time_boundary used by the tests

@@ -1309,17 +1309,17 @@ function Client:MultiNonBlockingLease(count, path, duration, identifier, utcnow,
                                                               identifier, utcnow, timeout)
 end
 
---- A PartitionAllocator (zklua.recipes.allocator): divides a shared set of items among the
+--- A PartitionAllocator (zklua.recipes.partitioning.allocator): divides a shared set of items among the
 -- live members of a group, never two owners at once; opts = {path, identifier, strategy, ...}.
 function Client:PartitionAllocator(opts)
-  return require("zklua.recipes.allocator").PartitionAllocator(self, opts)
+  return require("zklua.recipes.partitioning.allocator").PartitionAllocator(self, opts)
 end
 
---- A kazoo SetPartitioner (zklua.recipes.partitioner): zk:SetPartitioner{path = , set = ,
+--- A kazoo SetPartitioner (zklua.recipes.partitioning.partitioner): zk:SetPartitioner{path = , set = ,
 -- partition_func, identifier, time_boundary = 30, max_reaction_time = 1, state_change_event,
 -- conflict_timeout}, or kazoo's positional arguments.
 function Client:SetPartitioner(...)
-  return require("zklua.recipes.partitioner").SetPartitioner(self, ...)
+  return require("zklua.recipes.partitioning.partitioner").SetPartitioner(self, ...)
 end
 
 --- Curator's ServiceDiscovery (zklua.recipes.service_discovery): register and find service

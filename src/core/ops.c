@@ -467,11 +467,12 @@ static size_t text_bytes(const char *text)
     return text ? strlen(text) : 0;
 }
 
+/* An ACL on the wire: a count, then per entry the perms and two length-prefixed strings. */
 static size_t acl_bytes(const struct ACL_vector *acl)
 {
-    size_t n = 0;
+    size_t n = 4;
     for (int i = 0; acl && i < acl->count; i++)
-        n += 16 + text_bytes(acl->data[i].id.scheme) + text_bytes(acl->data[i].id.id);
+        n += 12 + text_bytes(acl->data[i].id.scheme) + text_bytes(acl->data[i].id.id);
     return n;
 }
 
@@ -479,9 +480,15 @@ static size_t acl_bytes(const struct ACL_vector *acl)
  * connection on a request over ZKL_MAX_PACKET, and would again on every reconnect while a
  * recipe retries it, so such an op fails at once (submit).  Callers check paths and values
  * first, with messages that name them; this catches what a recipe derives from them. */
+size_t zkl_request_size(const char *path, int len, const struct ACL_vector *acl)
+{
+    /* header 8, the lengths of path and value 8, flags, version and a TTL 16: 40 with room */
+    return 40 + text_bytes(path) + (len > 0 ? (size_t)len : 0) + (acl ? acl_bytes(acl) : 0);
+}
+
 static size_t request_bytes(const zkl_event *op, const zkl_request *r)
 {
-    size_t n = 64 + text_bytes(r->path) + (r->len > 0 ? (size_t)r->len : 0) + acl_bytes(r->acl) +
+    size_t n = zkl_request_size(r->path, r->len, r->acl) +
                text_bytes(r->joining) + text_bytes(r->leaving) + text_bytes(r->members);
     const zkl_multi *m = op->op == ZKL_OP_MULTI ? op->multi : NULL;
     for (int i = 0; m && i < m->count; i++) {

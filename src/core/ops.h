@@ -32,6 +32,10 @@ static inline const char *zkl_wire_value(const char *value, int len)
     return value || len < 0 ? value : "";
 }
 
+/* About what a request with this path, value length and ACL (NULL: none) carries on the
+ * wire, never less: over ZKL_MAX_PACKET (path.h) an op fails, unsent, with ZBADARGUMENTS. */
+size_t zkl_request_size(const char *path, int len, const struct ACL_vector *acl);
+
 uint64_t zkl_op_create(zkl_session *s, const char *path, const char *value, int len,
                        const struct ACL_vector *acl, int flags, int want_stat,
                        const zkl_route *route);

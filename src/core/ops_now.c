@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "path.h"
 #include "session_private.h"
 
 enum {
@@ -154,7 +155,8 @@ int zkl_op_children_now(zkl_session *s, zkl_event *op, const char *path, int wat
 int zkl_op_create_now(zkl_session *s, zkl_event *op, const char *path, const char *value,
                       int len, const struct ACL_vector *acl, int flags, int want_stat)
 {
-    if (!direct_op(s, op, ZKL_OP_CREATE))
+    /* one over the server's limit goes the queued way, which fails it unsent (ops.c) */
+    if (zkl_request_size(path, len, acl) > ZKL_MAX_PACKET || !direct_op(s, op, ZKL_OP_CREATE))
         return 0;
     int capacity = (int)strlen(path) + SEQUENCE_SUFFIX;
     if (capacity < FIRST_READ_BUFFER && read_buffer(s)) { /* the created path: no malloc */

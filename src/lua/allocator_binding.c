@@ -1,6 +1,6 @@
 /*
  * allocator_binding.c — the zklua.core allocator userdata: a thin wrapper over
- * src/recipes/allocator.c, and the JSON helpers the Lua half needs for the set.
+ * src/recipes/partitioning/allocator.c, and the JSON helpers the Lua half needs for the set.
  *
  *   core.allocator(session, path, identifier, weight, rejoin, acl) -> allocator
  *   a:start(seed_json) / a:leave() -> true, or nil and "busy" | "closed"
@@ -22,11 +22,11 @@
  *   core.allocator_node_name(s) -> s escaped for a znode name
  *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
  *   core.allocator_chunk_header(data), allocator_new_tag(version), allocator_chunk_stale(name,
- *     tag), allocator_cut_items(list, limit): chunked sets (src/recipes/allocator_chunks.c)
+ *     tag), allocator_cut_items(list, limit): chunked sets (src/recipes/partitioning/allocator_chunks.c)
  *
- * The logic is in allocator.c; lua/zklua/recipes/allocator.lua runs the hooks and the strategy
+ * The logic is in allocator.c; lua/zklua/recipes/partitioning/allocator.lua runs the hooks and the strategy
  * when told to (a notify event, ZKL_ALLOCATOR_NOTIFY_NEWS, target a:id()): no Lua is called
- * from C.  Contract (SUSPENDED, LOST, stop): src/recipes/allocator.h; LOST shows here in the
+ * from C.  Contract (SUSPENDED, LOST, stop): src/recipes/partitioning/allocator.h; LOST shows here in the
  * next take() (items lost) and in the phase.  Collecting the userdata frees the allocator with
  * zkl_allocator_free() (a running one gives its items up in the background).
  */
@@ -35,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../recipes/allocator.h"
-#include "../recipes/allocator_private.h"
+#include "../recipes/partitioning/allocator.h"
+#include "../recipes/partitioning/allocator_private.h"
 #include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"

@@ -16,7 +16,7 @@
  */
 #include <zookeeper/zookeeper.h>
 
-#include "../recipes/allocator.h"
+#include "../recipes/partitioning/allocator.h"
 #include "../recipes/barrier.h"
 #include "../recipes/counter.h"
 #include "../recipes/item_queue.h"
@@ -27,7 +27,7 @@
 #include "../recipes/patient_children.h"
 #include "../recipes/persistent_node.h"
 #include "../recipes/semaphore.h"
-#include "../recipes/set_partitioner.h"
+#include "../recipes/partitioning/set_partitioner.h"
 #include "../recipes/tree_cache.h"
 #include "bindings.h"
 

@@ -1,6 +1,6 @@
 /*
  * set_partitioner_binding.c — the zklua.core set partitioner userdata: a thin wrapper over
- * src/recipes/set_partitioner.c.
+ * src/recipes/partitioning/set_partitioner.c.
  *
  *   core.set_partitioner(session, path, identifier, time_boundary_s, conflict_timeout_s, acl)
  *   sp:state() -> "ALLOCATING" | "ACQUIRED" | "RELEASE" | "FAILURE"
@@ -14,10 +14,10 @@
  *   sp:fencing_token(name) -> token | nil,
  *   sp:node(), sp:id(), sp:inflight(), sp:releasing() -> locks release_set/finish wait for
  *
- * The state machine is C; lua/zklua/recipes/partitioner.lua computes partitions (the notify
+ * The state machine is C; lua/zklua/recipes/partitioning/partitioner.lua computes partitions (the notify
  * ZKL_SP_NOTIFY_PARTITION, target sp:id()), waits and talks to the user.  Every call is a safe
  * point at which the partitioner frees the locks it let go.  Contract (SUSPENDED, LOST,
- * stop): src/recipes/set_partitioner.h.  The Lua object hears each state change as a notify
+ * stop): src/recipes/partitioning/set_partitioner.h.  The Lua object hears each state change as a notify
  * event (ZKL_SP_NOTIFY_STATE + state), so user callbacks run from Lua, never from C.
  */
 #include <netdb.h>
@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../recipes/set_partitioner.h"
+#include "../recipes/partitioning/set_partitioner.h"
 #include "bindings.h"
 #include "convert.h"
 #include "recipe_binding.h"

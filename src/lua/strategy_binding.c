@@ -1,6 +1,6 @@
 /*
- * strategy_binding.c — the C built-in partition strategies (src/recipes/strategy*.c) as
- * zklua.core functions; lua/zklua/strategies.lua wraps them (argument checks on the tables
+ * strategy_binding.c — the C built-in partition strategies (src/recipes/partitioning/strategy*.c) as
+ * zklua.core functions; lua/zklua/recipes/partitioning/strategies.lua wraps them (argument checks on the tables
  * themselves, BadArgumentsError) for users.
  *
  *   core.strategy(name, members, items, current, weights, vnodes)
@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../recipes/strategy.h"
+#include "../recipes/partitioning/strategy.h"
 #include "bindings.h"
 
 /* Argument positions of core.strategy(). */

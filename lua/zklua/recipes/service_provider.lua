@@ -13,7 +13,7 @@
 --   strategy        "round_robin" (default, Curator's), "random", "sticky" (Curator's: the
 --                   same instance while it stays usable, picked by sticky_base), or a key
 --                   strategy "consistent_hash" | "rendezvous" (the C partition strategies of
---                   src/recipes/strategy_*.c: the same key goes to the same instance on every
+--                   src/recipes/partitioning/strategy_*.c: the same key goes to the same instance on every
 --                   worker and process; when that instance goes, only its keys move)
 --   sticky_base     the strategy sticky picks with: "round_robin" (default) or "random"
 --   vnodes          consistent_hash's points per instance (default 160)

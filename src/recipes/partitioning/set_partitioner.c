@@ -25,13 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/acl.h"
-#include "../core/ops.h"
-#include "../core/timers.h"
-#include "common.h"
-#include "names.h"
-#include "lock.h"
-#include "party.h"
+#include "../../core/acl.h"
+#include "../../core/ops.h"
+#include "../../core/timers.h"
+#include "../common.h"
+#include "../names.h"
+#include "../lock.h"
+#include "../party.h"
 
 typedef enum {
     STEP_NONE,      /* ACQUIRED, RELEASE (not releasing yet) or FAILURE */

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "allocator_private.h"
-#include "common.h"
+#include "../common.h"
 
 int zkl_alloc_chunk_header(const char *data, int len, zkl_alloc_header *h)
 {

@@ -52,7 +52,7 @@
 
 #include <stdint.h>
 
-#include "../core/session.h"
+#include "../../core/session.h"
 
 typedef struct zkl_set_partitioner zkl_set_partitioner;
 

@@ -1,4 +1,4 @@
---- zklua.recipes.allocator — PartitionAllocator: divide a shared, changing set of items among
+--- zklua.recipes.partitioning.allocator — PartitionAllocator: divide a shared, changing set of items among
 -- the live members of a group (kiel's API, made safe).
 --
 --   local a = zk:PartitionAllocator{ path = "/app/work", identifier = "worker-1",
@@ -11,11 +11,11 @@
 --   a:add_partitions({"q4"}); a:remove_partitions({"q1"})
 --   a:stop()
 --
--- The allocator is the C state machine of src/recipes/allocator.c.  Its contract — layout,
+-- The allocator is the C state machine of src/recipes/partitioning/allocator.c.  Its contract — layout,
 -- leader, claims, no two live members ever owning one item (owning it IS holding its
 -- EPHEMERAL owner node), fencing tokens, and what SUSPENDED (no new claims, owned items stay
 -- owned; a stale allocation is what the tokens are for) and LOST (every item reported lost;
--- rejoin or stop) do — is stated once, in src/recipes/allocator.h.  What this layer adds:
+-- rejoin or stop) do — is stated once, in src/recipes/partitioning/allocator.h.  What this layer adds:
 --
 -- * The leader computes the assignment with ITS strategy (zklua.strategies; allocator_fn
 --   returns {member -> items}).  A strategy that raises, runs over strategy_timeout, or
@@ -34,7 +34,7 @@
 -- * The set is one JSON array in <path>/partitions, changed by compare-and-set, so concurrent
 --   add/remove from many members never lose an update.  A set (or an assignment) too big for
 --   one znode (about 1 MiB of JSON, core.allocator_max_node) is chunked (format 2,
---   src/recipes/allocator_chunks.c): its chunks are written first, then the header by
+--   src/recipes/partitioning/allocator_chunks.c): its chunks are written first, then the header by
 --   compare-and-set, so readers never see a torn set; only when every live member reads
 --   format 2 (else a KazooException names the members to upgrade, before anything is
 --   written).  A set that fits again is written as one znode again.
@@ -72,7 +72,7 @@ local NAME = "PartitionAllocator"
 local ZCLOSING = core.codes.ZCLOSING
 
 local function strategies()
-  return require "zklua.strategies"
+  return require "zklua.recipes.partitioning.strategies"
 end
 
 -- ---------------------------------------------------------------- fields

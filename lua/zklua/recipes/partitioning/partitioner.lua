@@ -1,4 +1,4 @@
---- zklua.recipes.partitioner — kazoo's SetPartitioner, with a dynamic set and no endless
+--- zklua.recipes.partitioning.partitioner — kazoo's SetPartitioner, with a dynamic set and no endless
 -- ALLOCATING.
 --
 --   local qp = zk:SetPartitioner{path = "/work_queues", set = {"queue-1", "queue-2", "queue-3"}}
@@ -9,12 +9,12 @@
 --     elseif qp.allocating then qp:wait_for_acquire() end
 --   end
 --
--- The partitioner is the C state machine of src/recipes/set_partitioner.c, on kazoo's nodes
+-- The partitioner is the C state machine of src/recipes/partitioning/set_partitioner.c, on kazoo's nodes
 -- (kazoo and zklua members of one path split one set).  Its contract — layout, the states
 -- ALLOCATING / ACQUIRED / RELEASE / FAILURE, ownership through the items' locks, the end of
 -- endless ALLOCATING (kazoo #392), and what SUSPENDED (ACQUIRED turns RELEASE at once, as
 -- kazoo; no new claims until reconnected) and LOST (FAILURE, as kazoo) do — is stated
--- once, in src/recipes/set_partitioner.h.  What this layer adds:
+-- once, in src/recipes/partitioning/set_partitioner.h.  What this layer adds:
 --
 -- * partition_func(identifier, members, set) runs here, in Lua, when the C side asks for it
 --   (default: kazoo's round-robin stride over the sorted set and the sorted members); an

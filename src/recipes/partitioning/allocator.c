@@ -16,12 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/acl.h"
-#include "../core/ops.h"
+#include "../../core/acl.h"
+#include "../../core/ops.h"
+#include "../../core/path.h"
 #include "allocator_private.h"
-#include "common.h"
+#include "../common.h"
 
-enum { MAX_PACKET = 1024 * 1024 - 1, REQUEST_FRAMING = 128 };
+/* Room a write of a node leaves besides its path and value: the request's framing and the
+ * node's ACL (ops.c fails, unsent, a request over ZKL_MAX_PACKET). */
+enum { REQUEST_FRAMING = 1024 };
 
 static void on_route(zkl_session *s, const zkl_event *ev, void *ctx);
 static void on_state(zkl_session *s, zkl_state state, void *ctx);
@@ -30,7 +33,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx);
 
 size_t zkl_allocator_max_node(const char *node_path)
 {
-    return MAX_PACKET - strlen(node_path) - REQUEST_FRAMING;
+    return ZKL_MAX_PACKET - strlen(node_path) - REQUEST_FRAMING;
 }
 
 int zkl_alloc_connected(const zkl_allocator *a)

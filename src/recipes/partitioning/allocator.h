@@ -72,8 +72,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/session.h"
-#include "json.h"
+#include "../../core/session.h"
+#include "../json.h"
 
 typedef struct zkl_allocator zkl_allocator;
 

@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/ops.h"
+#include "../../core/ops.h"
 #include "allocator_private.h"
-#include "common.h"
+#include "../common.h"
 
 
 /* ---------------------------------------------------------------- the table */
