@@ -9,7 +9,28 @@ LUAJIT_INC ?= /usr/include/luajit-2.1
 CFLAGS   ?= -O2 -g
 # Always added, also to a CFLAGS given on the command line (as luarocks does).
 ZKL_CFLAGS := -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
-LDLIBS   += -lzookeeper_mt -lpthread
+# The ZooKeeper C client (libzookeeper_mt) zklua links:
+#   ZK_CLIENT=source (default): Debian's own zookeeper source package built with TLS and SASL
+#     into build/zookeeper-client (scripts/build-zookeeper-client, once; linked statically);
+#   ZK_CLIENT=system: the installed libzookeeper-mt (luarocks, other distributions), with TLS
+#     and SASL when that library has them (scripts/zookeeper-client-features checks by linking).
+# ZK_CPPFLAGS then defines ZKL_HAVE_TLS / ZKL_HAVE_SASL (src/core/features.h).
+ZK_CLIENT ?= source
+ifeq ($(ZK_CLIENT),source)
+ZK_DIR      := build/zookeeper-client
+ZK_DEP      := $(ZK_DIR)/stamp
+ZK_CPPFLAGS := -I$(ZK_DIR)/include -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H -DZKL_HAVE_TLS \
+               -DZKL_HAVE_SASL -DZKL_ZK_BUILD='"Debian source package"'
+ZK_LIBS     := $(ZK_DIR)/lib/libzookeeper_mt.a -lssl -lcrypto -lsasl2 -lrt
+else ifeq ($(ZK_CLIENT),system)
+ZK_DEP      :=
+ZK_CPPFLAGS := $(shell scripts/zookeeper-client-features "$(CC)" "$(CPPFLAGS)" "$(LDFLAGS)") \
+               -DZKL_ZK_BUILD='"system library"'
+ZK_LIBS     := -lzookeeper_mt
+else
+$(error ZK_CLIENT must be source or system, not "$(ZK_CLIENT)")
+endif
+LDLIBS   += $(ZK_LIBS) -lpthread
 PREFIX   ?= /usr/local
 # Where `make install` puts things (luarocks passes its own: rockspec/zklua-scm-1.rockspec).
 INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
@@ -42,9 +63,13 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
 
 all: build/zklua/core.so zklua
 
-build/obj/%.o: src/%.c $(HEADERS)
+build/obj/%.o: src/%.c $(HEADERS) $(ZK_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUA_INC) -c $< -o $@
+	$(CC) $(ZK_CPPFLAGS) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUA_INC) -c $< -o $@
+
+# The C client built from Debian's source package (ZK_CLIENT=source), kept across builds.
+build/zookeeper-client/stamp:
+	scripts/build-zookeeper-client
 
 build/libzklua_core.a: $(CORE_OBJ)
 	ar rcs $@ $^
@@ -57,9 +82,9 @@ build/zklua/core.so: $(LUA_OBJ) build/libzklua_core.a
 # host (luajit, nginx) provides the API.
 luajit: build/luajit/zklua/core.so
 
-build/luajit/obj/%.o: src/%.c $(HEADERS)
+build/luajit/obj/%.o: src/%.c $(HEADERS) $(ZK_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUAJIT_INC) -c $< -o $@
+	$(CC) $(ZK_CPPFLAGS) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUAJIT_INC) -c $< -o $@
 
 build/luajit/zklua/core.so: $(LUAJIT_OBJ) build/libzklua_core.a
 	@mkdir -p $(dir $@)
@@ -169,9 +194,9 @@ test-repeat: deps all
 		scripts/run-specs $(SPEC) || failed=$$((failed + 1)); i=$$((i + 1)); \
 	done; echo "test-repeat: $$failed of $(N) runs failed ($(SPEC))"; [ $$failed -eq 0 ]
 
-build/asan/obj/%.o: src/%.c $(HEADERS)
+build/asan/obj/%.o: src/%.c $(HEADERS) $(ZK_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror $(SAN_FLAGS) -I$(LUA_INC) -c $< -o $@
+	$(CC) $(ZK_CPPFLAGS) -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror $(SAN_FLAGS) -I$(LUA_INC) -c $< -o $@
 
 # (the runner finds the Lua modules in lua/ next to itself: the link points at the checkout's)
 build/asan/zklua: $(SAN_OBJ)
@@ -236,12 +261,12 @@ bench-scale: deps all
 
 # luacheck with the project's .luacheckrc over the Lua, clang-tidy with its .clang-tidy over
 # the C; fails on any warning.  The binding is checked against both Lua APIs (5.4 and LuaJIT's).
-lint:
+lint: $(ZK_DEP)
 	@luacheck --quiet --formatter plain lua spec bench examples scripts/*.lua || \
 		{ echo "lint: luacheck found the warnings above"; exit 1; }
 	@out=$$( (clang-tidy $(CORE_SRC) $(LUA_SRC) src/cli/main.c -- -std=c11 -D_GNU_SOURCE \
-		-DTHREADED -I$(LUA_INC); clang-tidy $(LUA_SRC) -- -std=c11 -D_GNU_SOURCE -DTHREADED \
-		-I$(LUAJIT_INC)) 2>/dev/null | grep -E "warning:|error:"); \
+		-DTHREADED $(ZK_CPPFLAGS) -I$(LUA_INC); clang-tidy $(LUA_SRC) -- -std=c11 -D_GNU_SOURCE \
+		-DTHREADED $(ZK_CPPFLAGS) -I$(LUAJIT_INC)) 2>/dev/null | grep -E "warning:|error:"); \
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "lint: clean"; fi
 
 clean:

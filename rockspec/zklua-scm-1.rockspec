@@ -1,6 +1,7 @@
 -- zklua from a checkout, offline:
 --   luarocks --lua-version 5.4 make --tree DIR rockspec/zklua-scm-1.rockspec
--- builds with the Makefile (the C core on Debian's libzookeeper-mt, the Lua 5.4 module, the
+-- builds with the Makefile (the C core on the installed libzookeeper-mt: ZK_CLIENT=system, with
+-- TLS and SASL only if that library has them; the Lua 5.4 module, the
 -- zklua command) and installs zklua.core, every zklua Lua module and bin/zklua into DIR.
 -- Needs the Debian packages scripts/ensure-deps lists (libzookeeper-mt-dev, liblua5.4-dev);
 -- it names no rock dependencies, as Debian's Lua modules are not in luarocks' manifest.
@@ -34,8 +35,10 @@ build = {
     CPPFLAGS = "-I$(ZOOKEEPER_INCDIR)",
     LDFLAGS = "-L$(ZOOKEEPER_LIBDIR)",
     LUA_INC = "$(LUA_INCDIR)",
+    ZK_CLIENT = "system", -- the installed libzookeeper-mt; TLS / SASL if it has them
   },
   install_variables = {
+    ZK_CLIENT = "system",
     INST_LIBDIR = "$(LIBDIR)",
     INST_LUADIR = "$(LUADIR)",
     INST_BINDIR = "$(BINDIR)",

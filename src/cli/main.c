@@ -33,6 +33,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "../core/features.h"
 #include "../lua/zklua_version.h"
 
 #ifndef ZKLUA_LUADIR
@@ -290,7 +291,8 @@ int main(int argc, char **argv)
     int sandbox = argc > 1 && strcmp(argv[1], "--sandbox") == 0;
     int first = sandbox ? 2 : 1;
     if (argc > first && (strcmp(argv[first], "-v") == 0 || strcmp(argv[first], "--version") == 0)) {
-        printf("zklua %s (%s)\n", ZKLUA_VERSION, LUA_RELEASE);
+        printf("zklua %s (%s; ZooKeeper C client %s, %s: %s)\n", ZKLUA_VERSION, LUA_RELEASE,
+               ZKL_ZK_VERSION, ZKL_ZK_BUILD, ZKL_ZK_FEATURES);
         return 0;
     }
     if (argc > first && (strcmp(argv[first], "-h") == 0 || strcmp(argv[first], "--help") == 0)) {
