@@ -36,6 +36,7 @@ local paths = require "zklua.paths"
 local hosts_mod = require "zklua.hosts"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
+local tls = require "zklua.tls"
 local blocking = require "zklua.handlers.blocking"
 
 local Client = {}
@@ -49,6 +50,9 @@ local CLIENT_OPTIONS = {
   default_acl = "table", command_retry = "table", connection_retry = "table",
   logger = "any", log_level = "string", handler = "any", client_id = "table",
   randomize_hosts = "boolean", max_in_flight = "number",
+  -- kazoo's TLS options (zklua.tls)
+  use_ssl = "boolean", certfile = "string", keyfile = "string", keyfile_password = "string",
+  ca = "string", verify_certs = "boolean",
 }
 
 local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
@@ -239,9 +243,11 @@ function Client.new(arg)
     check.fail("client", "client_id", "client_id must be {session_id, password} as " ..
                "zk:client_id() returns them")
   end
+  local tls_cert = tls.cert_string(opts)
+  self.use_ssl = tls_cert ~= nil
   self._session = core.session(connect_order(hosts, randomize), math.floor(timeout * 1000 + 0.5),
                                opts.read_only == true, resume and session_hex(resume[1]),
-                               resume and resume[2], log_level)
+                               resume and resume[2], log_level, tls_cert)
   if window then self._session:set_window(math.tointeger and math.tointeger(window) or window) end
   if r then
     self._session:set_connection_retry(r.max_tries, r.delay, r.backoff, r.max_jitter,
@@ -450,9 +456,11 @@ function Client:start(timeout)
     errors.raise(errors.AuthFailedError, "the server refused the client's auth_data")
   end
   if not connected then
+    local tls_failure = self._session and self._session:last_tls_failure()
     self:stop()
     errors.raise(errors.TimeoutError, "could not connect to " .. self._hosts .. " within " ..
-                 timeout .. " s")
+                 timeout .. " s" .. (tls_failure and " (the last TLS handshake failed: " ..
+                 tls_failure .. ")" or ""))
   end
   -- as kazoo: a chroot that does not exist is warned about (zk:ensure_path("/") creates it)
   if self.chroot ~= "" then

@@ -8,8 +8,24 @@ local Client = require "zklua.client"
 local Retry = require "zklua.retry"
 local blocking = require "zklua.handlers.blocking"
 
+local client_library = core.zookeeper
+local features = {}
+for _, name in ipairs({ "tls", "sasl" }) do
+  features[#features + 1] = (client_library[name] and "" or "no ") .. name
+end
+
 local zklua = {
   version = core.version,
+  -- which ZooKeeper C client zklua is linked with, and whether it has TLS and SASL
+  build = {
+    zookeeper = client_library.version, -- "3.8.0"
+    zookeeper_build = client_library.build, -- "Debian source package" or "system library"
+    tls = client_library.tls,
+    sasl = client_library.sasl,
+    description = "zklua " .. core.version .. ", ZooKeeper C client " ..
+      client_library.version .. " (" .. client_library.build .. "): " ..
+      table.concat(features, ", "),
+  },
   errors = require "zklua.errors",
   security = require "zklua.security",
   states = { LOST = "LOST", SUSPENDED = "SUSPENDED", CONNECTED = "CONNECTED" },

@@ -15,6 +15,11 @@
 --   ens:isolate(2); ...; ens:heal()            -- node 2 cut off from the others, and back
 --   ens:cut(2, 1, { silent = true })           -- only the links between nodes 2 and 1
 --
+--   local tls = testing.server({ tls = true })  -- also a TLS port (secureClientPort, Netty)
+--   local zk = zklua.client(merge({ hosts = tls.secure_hosts }, tls:tls_options()))
+--                                              -- tls = {client_auth = "want", server_certificate
+--                                              -- = "expired"}: see make_tls
+--
 --   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
 --   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
 --                                              -- p:drop(), p:resume() (zklua.testing.proxy)
@@ -33,7 +38,9 @@ local blocking = require "zklua.handlers.blocking"
 
 local testing = {}
 
-local CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+-- netty-codec: the Netty connection factory (the tls option) needs it; Debian's zookeeper.jar
+-- does not name it in its class path.
+local CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/netty-codec.jar"
 -- znode.container.checkIntervalMs: the server looks for empty containers and expired TTL
 -- nodes every half second (not every minute), so a test waits for their deletion briefly.
 local JAVA_OPTS = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto " ..
@@ -143,6 +150,17 @@ function Node:_config()
     "extendedTypesEnabled=true", -- TTL nodes (create's ttl option)
   }
   if c.reconfig then lines[#lines + 1] = "reconfigEnabled=true" end
+  if c.tls then -- a TLS port beside the plain one (Netty serves both)
+    local t = c.tls
+    for _, line in ipairs({
+      "secureClientPort=" .. self.secure_port,
+      "secureClientPortAddress=127.0.0.1",
+      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+      "ssl.keyStore.location=" .. t.keystore, "ssl.keyStore.type=PEM",
+      "ssl.trustStore.location=" .. t.files.ca, "ssl.trustStore.type=PEM",
+      "ssl.clientAuth=" .. t.client_auth,
+    }) do lines[#lines + 1] = line end
+  end
   for _, line in ipairs(c.config or {}) do lines[#lines + 1] = line end
   if c.read_only then
     lines[#lines + 1] = "localSessionsEnabled=true"
@@ -333,6 +351,32 @@ local function stop_cluster(cluster, nap)
   cluster.dir = nil
 end
 
+-- The TLS files of a cluster started with the tls option (tls = true or {client_auth =
+-- "need" (ZooKeeper's default) | "want" | "none", server_certificate = "expired" |
+-- "self_signed"}: a server certificate a verifying client must refuse): a CA, the servers'
+-- PEM keystore, a client certificate (zklua.testing.tls), in dir/tls.
+local function make_tls(dir, opts)
+  local tls_files = require "zklua.testing.tls"
+  opts = type(opts) == "table" and opts or {}
+  local files = tls_files.make(dir .. "/tls")
+  local keystore = files.server
+  if opts.server_certificate then
+    local bad = assert(({ expired = { days = -1 }, self_signed = { self_signed = true } })
+                       [opts.server_certificate], "tls.server_certificate: expired or self_signed")
+    bad.hosts = "IP:127.0.0.1,DNS:localhost"
+    local cert, key = tls_files.certificate(files, "server-" .. opts.server_certificate, bad)
+    keystore = files.dir .. "/server-" .. opts.server_certificate .. "-keystore.pem"
+    local out = assert(io.open(keystore, "w"))
+    for _, path in ipairs({ key, cert }) do
+      local f = assert(io.open(path, "r"))
+      out:write(f:read("*a"))
+      f:close()
+    end
+    out:close()
+  end
+  return { files = files, keystore = keystore, client_auth = opts.client_auth or "need" }
+end
+
 local function new_cluster(size, opts)
   opts = opts or {}
   local dir = make_temp_dir()
@@ -341,13 +385,16 @@ local function new_cluster(size, opts)
                                  reconfig = opts.reconfig == true, heap = opts.heap,
                                  config = opts.config },
                                Cluster)
+  if opts.tls then cluster.tls = make_tls(dir, opts.tls) end
   local taken = {}
   for i = 1, size do
-    local ports = free_ports(3, taken)
+    local ports = free_ports(cluster.tls and 4 or 3, taken)
     cluster.nodes[i] = setmetatable({ cluster = cluster, id = i, port = ports[1],
                                       peer_port = ports[2], election_port = ports[3],
+                                      secure_port = ports[4],
                                       dir = dir .. "/node" .. i }, Node)
     cluster.nodes[i].hosts = "127.0.0.1:" .. ports[1]
+    cluster.nodes[i].secure_hosts = ports[4] and "127.0.0.1:" .. ports[4]
   end
   if opts.partitionable and size > 1 then
     -- node i reaches node j (quorum and election ports) through proxies of its own, so that
@@ -363,9 +410,10 @@ local function new_cluster(size, opts)
       end
     end
   end
-  local hosts = {}
-  for i, n in ipairs(cluster.nodes) do hosts[i] = n.hosts end
+  local hosts, secure = {}, {}
+  for i, n in ipairs(cluster.nodes) do hosts[i], secure[i] = n.hosts, n.secure_hosts end
   cluster.hosts = table.concat(hosts, ",")
+  if cluster.tls then cluster.secure_hosts = table.concat(secure, ",") end
   -- stop the processes if the test forgets to (or fails before it can); see stop_cluster
   local function finalize() stop_cluster(cluster, core.sleep) end
   cluster._guard = setmetatable({}, { __gc = finalize })
@@ -402,6 +450,14 @@ function Cluster:leader()
     if mode == "leader" or mode == "standalone" then return n end
   end
   return nil
+end
+
+--- A TLS cluster's client options (kazoo's names), to merge into zklua.client's:
+-- {use_ssl = true, ca, certfile, keyfile} for the cluster's CA and client certificate.
+function Cluster:tls_options()
+  local t = assert(self.tls, "this cluster was started without the tls option")
+  return { use_ssl = true, ca = t.files.ca, certfile = t.files.certfile,
+           keyfile = t.files.keyfile }
 end
 
 --- Hosts string with a chroot appended, e.g. cluster:hosts_with("/app").

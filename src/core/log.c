@@ -22,6 +22,7 @@
 #include "event.h"
 #include "queue.h"
 #include "reconnect.h"
+#include "tls.h"
 
 enum { LEVELS = 5 }; /* 0 (none) .. ZOO_LOG_LEVEL_DEBUG */
 
@@ -216,12 +217,47 @@ static void forward_line(zkl_log_sink *sink, const library_line *line)
         push_line(sink, line, repeats, dropped);
 }
 
+/* On the library's I/O thread, at its "error in ssl connect" line: OpenSSL's reason, kept
+ * for the session and added to the line's text (in buf). */
+static void add_tls_reason(zkl_log_sink *sink, library_line *line, char *buf, size_t size)
+{
+    char reason[ZKL_LOG_TLS_REASON_SIZE];
+    if (zkl_tls_thread_failure(reason, sizeof reason) != 0)
+        snprintf(reason, sizeof reason, "the server closed the connection during the handshake");
+    pthread_mutex_lock(&sink->mutex);
+    snprintf(sink->last_tls_failure, sizeof sink->last_tls_failure, "%s", reason);
+    pthread_mutex_unlock(&sink->mutex);
+    int n = snprintf(buf, size, "%.*s: %s", line->text_len, line->text, reason);
+    line->text = buf;
+    line->text_len = n < 0 ? 0 : (n >= (int)size ? (int)size - 1 : n);
+}
+
+int zkl_log_sink_last_tls_failure(zkl_log_sink *sink, char *buf, size_t size)
+{
+    pthread_mutex_lock(&sink->mutex);
+    int found = sink->last_tls_failure[0] != '\0';
+    if (found)
+        snprintf(buf, size, "%s", sink->last_tls_failure);
+    pthread_mutex_unlock(&sink->mutex);
+    return found ? 0 : -1;
+}
+
+void zkl_log_sink_connected(zkl_log_sink *sink)
+{
+    pthread_mutex_lock(&sink->mutex);
+    sink->last_tls_failure[0] = '\0';
+    pthread_mutex_unlock(&sink->mutex);
+}
+
 /* Any thread: one line the library logged for this sink's handle.  A failed connection
  * attempt then goes to the pacer, which may pause this (the library's I/O) thread. */
 static void take_line(zkl_log_sink *sink, const char *message)
 {
     library_line line;
     parse_line(message, &line);
+    char with_reason[512];
+    if (line.level == ZOO_LOG_LEVEL_ERROR && strstr(message, "ssl connect"))
+        add_tls_reason(sink, &line, with_reason, sizeof with_reason);
     if (line.level <= sink->level)
         forward_line(sink, &line);
     if (sink->reconnect && is_socket_failure(&line))

@@ -45,7 +45,8 @@ enum {
     ZKL_LOG_BURST = 50,    /* lines per second per session, at most */
     ZKL_LOG_QUEUED = 1000, /* lines waiting for the owner, at most */
     ZKL_LOG_PLACES = 16,   /* places whose repeats are tracked (the least recent is reused) */
-    ZKL_LOG_WHERE_SIZE = 64
+    ZKL_LOG_WHERE_SIZE = 64,
+    ZKL_LOG_TLS_REASON_SIZE = 160
 };
 
 typedef struct zkl_log_place {
@@ -66,6 +67,10 @@ typedef struct zkl_log_sink {
     int burst_count;
     long dropped;            /* lines dropped by the burst or queue limit, not yet reported */
     int slot_shortage_noted; /* told the owner once that no slot was free */
+    /* OpenSSL's reason for the last failed TLS handshake ("" when none since the last
+     * connection): the library logs only "error in ssl connect"; the sink adds the reason to
+     * that line and keeps it for the error a start() that timed out raises. */
+    char last_tls_failure[ZKL_LOG_TLS_REASON_SIZE];
     atomic_long queued;      /* lines pushed and not yet taken by the owner */
 } zkl_log_sink;
 
@@ -79,6 +84,12 @@ void zkl_log_sink_destroy(zkl_log_sink *sink);
  * handle is closed (or failed to open).  Owner thread only. */
 log_callback_fn zkl_log_sink_bind(zkl_log_sink *sink);
 void zkl_log_sink_unbind(zkl_log_sink *sink);
+
+/* The reason the last TLS handshake failed, copied into buf; 0, or -1 when none failed since
+ * zkl_log_sink_connected().  Any thread. */
+int zkl_log_sink_last_tls_failure(zkl_log_sink *sink, char *buf, size_t size);
+/* The session connected: forget the last TLS failure. */
+void zkl_log_sink_connected(zkl_log_sink *sink);
 
 /* The owner took a ZKL_EV_LOG event of this sink off the queue. */
 void zkl_log_sink_taken(zkl_log_sink *sink);

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "features.h"
 #include "log.h"
 
 enum {
@@ -40,8 +41,10 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
     if (type != ZOO_SESSION_EVENT)
         return;
     zkl_handle_ctx *hc = ctx;
-    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE)
+    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE) {
         zkl_reconnect_connected(&hc->session->reconnect);
+        zkl_log_sink_connected(&hc->session->log);
+    }
     zkl_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return; /* out of memory: the next session event carries the state again */
@@ -61,13 +64,16 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
      * setting of the library, the same for every session. */
     zoo_deterministic_conn_order(1);
     s->hosts = strdup(o->hosts);
-    if (!s->hosts || zkl_queue_init(&s->queue) != 0) {
+    s->tls_cert = o->tls_cert ? strdup(o->tls_cert) : NULL;
+    if (!s->hosts || (o->tls_cert && !s->tls_cert) || zkl_queue_init(&s->queue) != 0) {
+        free(s->tls_cert);
         free(s->hosts);
         free(s);
         return NULL;
     }
     if (zkl_timers_init(&s->timers, &s->queue) != 0) {
         zkl_queue_destroy(&s->queue);
+        free(s->tls_cert);
         free(s->hosts);
         free(s);
         return NULL;
@@ -75,6 +81,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts, o->timeout_ms) != 0) {
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
+        free(s->tls_cert);
         free(s->hosts);
         free(s);
         return NULL;
@@ -83,6 +90,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         zkl_reconnect_destroy(&s->reconnect);
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
+        free(s->tls_cert);
         free(s->hosts);
         free(s);
         return NULL;
@@ -98,6 +106,29 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     s->stopped = 1; /* until started */
     atomic_init(&s->closing_rc, ZCLOSING);
     return s;
+}
+
+/* zookeeper_init2, or zookeeper_init_ssl for a TLS session.  The latter takes no log
+ * callback: it is set once the handle exists, and a line logged before that (only an ERROR
+ * can be: the process-wide level) goes to the library's stream, pointed at /dev/null, never
+ * to stderr (this copy of the library is zklua's own: linked into it statically). */
+static zhandle_t *open_library_handle(zkl_session *s, const clientid_t *resume,
+                                      zkl_handle_ctx *hc, int flags, log_callback_fn log_line)
+{
+#ifdef ZKL_HAVE_TLS
+    if (s->tls_cert) {
+        static FILE *nowhere;
+        if (!nowhere && (nowhere = fopen("/dev/null", "w")) != NULL)
+            zoo_set_log_stream(nowhere);
+        zhandle_t *zh = zookeeper_init_ssl(s->hosts, s->tls_cert, on_session_event,
+                                           s->timeout_ms, resume, hc, flags);
+        if (zh)
+            zoo_set_log_callback(zh, log_line);
+        return zh;
+    }
+#endif
+    return zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
+                           log_line);
 }
 
 /* Opens a new zhandle; library threads start with every signal blocked. */
@@ -116,8 +147,7 @@ static int open_handle(zkl_session *s)
     const clientid_t *resume = s->resume ? &s->resume_id : NULL;
     zkl_reconnect_begin(&s->reconnect, hc->generation);
     log_callback_fn log_line = zkl_log_sink_bind(&s->log);
-    zhandle_t *zh = zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
-                                    log_line);
+    zhandle_t *zh = open_library_handle(s, resume, hc, flags, log_line);
     int saved = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     zkl_reconnect_set_handle(&s->reconnect, zh);
@@ -321,6 +351,7 @@ void zkl_session_free(zkl_session *s)
     zkl_log_sink_destroy(&s->log);
     zkl_reconnect_destroy(&s->reconnect);
     free(s->read_buffer);
+    free(s->tls_cert);
     free(s->hosts);
     free(s);
 }
@@ -797,4 +828,9 @@ int zkl_session_gave_up_connecting(const zkl_session *s)
 long zkl_session_failed_connection_attempts(zkl_session *s)
 {
     return atomic_load(&s->reconnect.attempts_failed);
+}
+
+int zkl_session_last_tls_failure(zkl_session *s, char *buf, size_t size)
+{
+    return zkl_log_sink_last_tls_failure(&s->log, buf, size);
 }

@@ -32,6 +32,9 @@ typedef struct zkl_session_options {
     int log_level;       /* libzookeeper lines wanted: 0 none .. 4 DEBUG (log.h) */
     int64_t session_id;
     char passwd[16];
+    /* NULL: plaintext.  Else TLS with zookeeper_init_ssl's "ca,cert,key[,password]" (tls.h:
+     * check the files with zkl_tls_check() first); only with ZKL_HAVE_TLS (features.h). */
+    const char *tls_cert;
 } zkl_session_options;
 
 zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when out of memory */
@@ -94,6 +97,9 @@ int zkl_session_set_hosts(zkl_session *s, const char *hosts);
  * 0, or -1 when there is no connected handle. */
 int zkl_session_current_server(zkl_session *s, char *buf, size_t size);
 long zkl_session_pending_ops(zkl_session *s);
+/* The reason the last TLS handshake of this session failed ("certificate verify failed",
+ * ...), copied into buf (size bytes); 0, or -1 when none failed since the last connection. */
+int zkl_session_last_tls_failure(zkl_session *s, char *buf, size_t size);
 /* Sends the reads that wait in the session's cork (ops.c) now, instead of at the owner's next
  * wait or dispatch: for a host that suspends the caller and dispatches later. */
 void zkl_session_flush(zkl_session *s);

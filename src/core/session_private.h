@@ -28,6 +28,7 @@ typedef struct zkl_auth {
 
 struct zkl_session {
     char *hosts;
+    char *tls_cert;           /* zookeeper_init_ssl's cert string, or NULL: plaintext */
     int timeout_ms;
     int read_only;
     int resume;

@@ -15,9 +15,11 @@
 
 #include "../core/clock.h"
 #include "../core/digest.h"
+#include "../core/features.h"
 #include "../core/log.h"
 #include "../core/net.h"
 #include "../core/path.h"
+#include "../core/tls.h"
 #include "bindings.h"
 #include "compat.h"
 #include "convert.h"
@@ -49,6 +51,43 @@ static int core_digest_credential(lua_State *L)
         return luaL_error(L, "out of memory");
     lua_pushlstring(L, out, (size_t)n);
     return 1;
+}
+
+/* tls_check(ca, cert, key [, password]) -> nil, or why libzookeeper could not use them */
+static int core_tls_check(lua_State *L)
+{
+    const char *ca = luaL_checkstring(L, 1);
+    const char *cert = luaL_checkstring(L, 2);
+    const char *key = luaL_checkstring(L, 3);
+    const char *password = luaL_optstring(L, 4, NULL);
+    char why[512];
+    if (zkl_tls_check(ca, cert, key, password, why, sizeof why) == 0)
+        return 0;
+    lua_pushstring(L, why);
+    return 1;
+}
+
+/* core.zookeeper = {version = "3.8.0", build = "Debian source package", tls = bool, sasl = bool}:
+ * the C client linked in (features.h) */
+static void push_client_features(lua_State *L)
+{
+    lua_newtable(L);
+    lua_pushstring(L, ZKL_ZK_VERSION);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, ZKL_ZK_BUILD);
+    lua_setfield(L, -2, "build");
+#ifdef ZKL_HAVE_TLS
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "tls");
+#ifdef ZKL_HAVE_SASL
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "sasl");
 }
 
 static int core_monotonic(lua_State *L)
@@ -137,6 +176,7 @@ static int core_four_letter(lua_State *L)
 static const luaL_Reg core_functions[] = {
     {"path_problem", core_path_problem},
     {"digest_credential", core_digest_credential},
+    {"tls_check", core_tls_check},
     {"monotonic", core_monotonic},
     {"poll", core_poll},
     {"sleep", core_sleep},
@@ -174,6 +214,8 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_service_instance(L);
     lua_pushstring(L, ZKLUA_VERSION);
     lua_setfield(L, -2, "version");
+    push_client_features(L);
+    lua_setfield(L, -2, "zookeeper");
     lua_pushinteger(L, ZKL_MAX_PACKET);
     lua_setfield(L, -2, "max_packet");
     return 1;

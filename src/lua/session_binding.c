@@ -91,7 +91,8 @@ static int push_op_id(lua_State *L, uint64_t id)
     return 1;
 }
 
-/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd [, log_level]]) */
+/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd [, log_level [, tls_cert]]])
+ * tls_cert: zookeeper_init_ssl's "ca,cert,key[,password]" (checked by core.tls_check first) */
 static int session_new(lua_State *L)
 {
     zkl_session_options o;
@@ -114,6 +115,11 @@ static int session_new(lua_State *L)
     o.log_level = (int)luaL_optinteger(L, 6, 0);
     if (o.log_level < 0 || o.log_level > 4)
         return luaL_argerror(L, 6, "log level must be 0 (none) to 4 (DEBUG)");
+    o.tls_cert = luaL_optstring(L, 7, NULL);
+#ifndef ZKL_HAVE_TLS
+    if (o.tls_cert)
+        return luaL_argerror(L, 7, "this ZooKeeper C client has no TLS");
+#endif
     session_box *box = lua_newuserdatauv(L, sizeof *box, 0);
     box->session = NULL;
     luaL_setmetatable(L, SESSION_METATABLE);
@@ -195,6 +201,16 @@ static int session_hold_reconnection(lua_State *L)
     luaL_checktype(L, 2, LUA_TBOOLEAN);
     zkl_session_hold_reconnection(s, lua_toboolean(L, 2));
     return 0;
+}
+
+/* last_tls_failure() -> OpenSSL's reason the last TLS handshake failed, or nil */
+static int session_last_tls_failure(lua_State *L)
+{
+    char reason[256];
+    if (zkl_session_last_tls_failure(check_session(L), reason, sizeof reason) != 0)
+        return 0;
+    lua_pushstring(L, reason);
+    return 1;
 }
 
 static int session_failed_connection_attempts(lua_State *L)
@@ -761,6 +777,7 @@ static const luaL_Reg session_methods[] = {
     {"set_window", session_set_window},
     {"window_use", session_window_use},
     {"failed_connection_attempts", session_failed_connection_attempts},
+    {"last_tls_failure", session_last_tls_failure},
     {"hold_reconnection", session_hold_reconnection},
     {"close", session_close},
     {"fileno", session_fileno},

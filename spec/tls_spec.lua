@@ -1,0 +1,245 @@
+-- TLS (kazoo's use_ssl, certfile, keyfile, keyfile_password, ca, verify_certs) against real
+-- servers with a secureClientPort (zklua.testing's tls option): CRUD, a watch, a lock, a
+-- restarted server, re-auth after an expiry, a 3-node ensemble; and every bad input or fault
+-- is a named error (ConfigurationError before anything is sent, or TimeoutError within the
+-- start timeout, naming the TLS failure when there was one), never a hang.
+local zklua = require "zklua"
+local core = require "zklua.core"
+local testing = require "zklua.testing"
+local tls_files = require "zklua.testing.tls"
+local helpers = require "support.helpers"
+local errors = zklua.errors
+
+local raises = helpers.raises
+
+-- options with the cluster's TLS files (and more) merged in
+local function tls_opts(cluster, extra)
+  local o = cluster:tls_options()
+  o.hosts, o.timeout = cluster.secure_hosts, 10
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+-- start(timeout) must fail with class within the timeout and a little: never a hang
+local function fails_to_start(zk, timeout, class)
+  local t0 = core.monotonic()
+  local err = raises(class or errors.TimeoutError, zk.start, zk, timeout)
+  local took = core.monotonic() - t0
+  assert.is_true(took < timeout + 3, "start took " .. took .. " s")
+  assert.are.equal("LOST", zk.state)
+  return err
+end
+
+describe("TLS", function()
+  it("the build says which C client and features it has", function()
+    local build = zklua.build
+    assert.are.equal(core.zookeeper.version, build.zookeeper)
+    assert.is_boolean(build.tls)
+    assert.is_boolean(build.sasl)
+    assert.is_truthy(build.description:find(build.zookeeper, 1, true))
+  end)
+
+  it("a build without TLS refuses use_ssl, saying how to get one", function()
+    local saved = core.zookeeper.tls
+    core.zookeeper.tls = false
+    local ok, err = pcall(zklua.client, { hosts = "127.0.0.1:1", use_ssl = true,
+                                          certfile = "/c", keyfile = "/k" })
+    core.zookeeper.tls = saved
+    assert.is_false(ok)
+    assert.is_true(errors.is(err, errors.ConfigurationError), tostring(err))
+    assert.is_truthy(tostring(err):find("ZK_CLIENT=source", 1, true), tostring(err))
+  end)
+end)
+
+if not core.zookeeper.tls then
+  describe("TLS on this build", function()
+    pending("needs a ZooKeeper C client with TLS (make: ZK_CLIENT=source)")
+  end)
+  return
+end
+
+describe("a TLS client on a standalone server", function()
+  local server, other, zk
+  local clients = {}
+
+  local function client(extra)
+    local c = zklua.client(tls_opts(server, extra))
+    clients[#clients + 1] = c
+    return c
+  end
+
+  setup(function()
+    server = testing.server({ tls = true })
+    other = tls_files.make(server.tls.files.dir .. "/other") -- a CA the server does not trust
+  end)
+  teardown(function() if server then server:stop() end end)
+  before_each(function()
+    clients = {}
+    zk = client()
+    zk:start()
+  end)
+  after_each(function()
+    for _, c in ipairs(clients) do pcall(c.close, c) end
+    helpers.delete_trees(server.hosts, "/tls")
+  end)
+
+  it("connects and does CRUD", function()
+    assert.is_true(zk.use_ssl)
+    assert.are.equal("/tls/a", zk:create("/tls/a", "v1", { makepath = true }))
+    local data, stat = zk:get("/tls/a")
+    assert.are.equal("v1", data)
+    zk:set("/tls/a", "v2", stat.version)
+    assert.are.equal("v2", (zk:get("/tls/a")))
+    assert.are.same({ "a" }, zk:get_children("/tls"))
+    zk:delete("/tls/a")
+    assert.is_nil(zk:exists("/tls/a"))
+    -- a plaintext client on the plain port sees the same tree
+    local plain = helpers.client(server.hosts)
+    clients[#clients + 1] = plain
+    zk:create("/tls/b", "x")
+    assert.are.equal("x", (plain:get("/tls/b")))
+  end)
+
+  it("delivers a watch", function()
+    zk:ensure_path("/tls/w")
+    local seen = {}
+    zk:DataWatch("/tls/w", function(data) seen[#seen + 1] = data or "<nil>" end)
+    zk:set("/tls/w", "changed")
+    testing.wait_for(function() return seen[#seen] == "changed" end, 10, "the watch")
+  end)
+
+  it("shares a lock between two TLS clients", function()
+    local zk2 = client()
+    zk2:start()
+    local l1, l2 = zk:Lock("/tls/lock", "one"), zk2:Lock("/tls/lock", "two")
+    assert.is_true(l1:acquire())
+    assert.is_false(l2:acquire(false))
+    assert.are.same({ "one" }, l2:contenders())
+    l1:release()
+    assert.is_true(l2:acquire(true, 10))
+    l2:release()
+  end)
+
+  it("resumes the session after the server restarts", function()
+    local id = zk:client_id()
+    zk:create("/tls/eph", "", { ephemeral = true, makepath = true })
+    server:node(1):stop()
+    testing.wait_for(function() return zk.state == "SUSPENDED" end, 10, "SUSPENDED")
+    server:node(1):start()
+    testing.wait_for(function() return zk.state == "CONNECTED" end, 20, "CONNECTED again")
+    assert.are.equal(id, (zk:client_id()))
+    assert.is_not_nil(zk:exists("/tls/eph"))
+  end)
+
+  it("re-applies auth to a new session after an expiry", function()
+    local authed = client({ auth_data = { { "digest", "user:pw" } } })
+    authed:start()
+    authed:create("/tls/acl", "secret", {
+      acl = { zklua.security.make_digest_acl("user", "pw", { all = true }) }, makepath = true })
+    testing.expire_session(authed, 30, server.hosts)
+    testing.wait_for(function() return authed.state == "CONNECTED" end, 30, "a new session")
+    assert.are.equal("secret", (authed:retry(authed.get, authed, "/tls/acl")))
+    raises(errors.NoAuthError, zk.get, zk, "/tls/acl")
+  end)
+
+  it("a CA that did not sign the server's certificate: TimeoutError naming it", function()
+    local err = fails_to_start(client({ ca = other.ca, timeout = 2 }), 2)
+    assert.is_truthy(tostring(err):find("certificate verify failed", 1, true), tostring(err))
+  end)
+
+  it("a client certificate the server does not trust (clientAuth need): TimeoutError", function()
+    local err = fails_to_start(client({ certfile = other.certfile, keyfile = other.keyfile,
+                                        timeout = 2 }), 2)
+    assert.is_truthy(tostring(err):find("TLS handshake failed", 1, true), tostring(err))
+  end)
+
+  it("a plain client on the TLS port: TimeoutError within the timeout", function()
+    local plain = zklua.client({ hosts = server.secure_hosts, timeout = 2 })
+    clients[#clients + 1] = plain
+    fails_to_start(plain, 2)
+  end)
+
+  it("a TLS client on the plain port: TimeoutError naming the handshake", function()
+    local err = fails_to_start(client({ hosts = server.hosts, timeout = 2 }), 2)
+    assert.is_truthy(tostring(err):find("TLS handshake failed", 1, true), tostring(err))
+  end)
+
+  it("a key with a password: the right one connects, a wrong or missing one is refused", function()
+    local files = server.tls.files
+    local cert, key = tls_files.certificate(files, "locked", { password = "s3cret" })
+    local ok = client({ certfile = cert, keyfile = key, keyfile_password = "s3cret" })
+    ok:start()
+    assert.are.equal("CONNECTED", ok.state)
+    local err = raises(errors.ConfigurationError, zklua.client,
+                       tls_opts(server, { certfile = cert, keyfile = key,
+                                          keyfile_password = "wrong" }))
+    assert.is_truthy(tostring(err):find("wrong keyfile_password", 1, true), tostring(err))
+    err = raises(errors.ConfigurationError, zklua.client,
+                 tls_opts(server, { certfile = cert, keyfile = key }))
+    assert.is_truthy(tostring(err):find("needs keyfile_password", 1, true), tostring(err))
+  end)
+
+  it("refuses what ZooKeeper's C client cannot do, before anything is sent", function()
+    local function refused(extra, words, drop)
+      local o = tls_opts(server, extra)
+      if drop then o[drop] = nil end
+      local err = raises(errors.ConfigurationError, zklua.client, o)
+      assert.is_truthy(tostring(err):find(words, 1, true), tostring(err))
+    end
+    refused({ verify_certs = false }, "always verifies")
+    refused({}, "needs certfile and keyfile", "certfile")
+    refused({}, "needs certfile and keyfile", "keyfile")
+    refused({ ca = "/nonexistent/ca.pem" }, "cannot be read")
+    refused({ ca = server.tls.files.dir .. "/a,b.pem" }, "may not hold a comma")
+    refused({ keyfile = other.keyfile }, "is not the key of certfile")
+    refused({ ca = server.tls.files.dir .. "/client.csr" }, "holds no CA certificate")
+    raises(errors.BadArgumentsError, zklua.client, tls_opts(server, { use_ssl = "yes" }))
+  end)
+end)
+
+describe("a TLS client and a server certificate that cannot be verified", function()
+  for _, kind in ipairs({ "expired", "self_signed" }) do
+    it("refuses an " .. kind .. " server certificate: TimeoutError naming it", function()
+      local server = testing.server({ tls = { server_certificate = kind } })
+      local zk = zklua.client(tls_opts(server, { timeout = 2 }))
+      local ok, err = pcall(fails_to_start, zk, 2)
+      zk:close()
+      server:stop()
+      assert(ok, err)
+      assert.is_truthy(tostring(err):find("certificate verify failed", 1, true), tostring(err))
+    end)
+  end
+end)
+
+describe("a TLS client on a 3-node ensemble", function()
+  local ens
+  setup(function() ens = testing.ensemble(3, { tls = true }) end)
+  teardown(function() if ens then ens:stop() end end)
+
+  it("does CRUD and a lock, and moves to another node when its server stops", function()
+    local zk = zklua.client(tls_opts(ens))
+    local zk2 = zklua.client(tls_opts(ens))
+    zk:start()
+    zk2:start()
+    zk:create("/ens/a", "v", { makepath = true })
+    assert.are.equal("v", (zk2:get("/ens/a")))
+    local lock = zk:Lock("/ens/lock", "one")
+    assert.is_true(lock:acquire())
+    assert.is_false(zk2:Lock("/ens/lock", "two"):acquire(false))
+    -- stop the node zk is connected to: zk reconnects over TLS to another, same session
+    local id = zk:client_id()
+    local current = zk._session:current_server()
+    for i = 1, 3 do
+      if ens:node(i).secure_hosts == current then ens:node(i):stop() end
+    end
+    testing.wait_for(function() return zk.state == "CONNECTED" and
+                       zk._session:current_server() ~= current end, 30, "another node")
+    assert.are.equal(id, (zk:client_id()))
+    assert.is_true(lock.is_acquired)
+    zk:set("/ens/a", "w")
+    testing.wait_for(function() return zk2:get("/ens/a") == "w" end, 10, "zk2 to read w")
+    lock:release()
+    zk:close()
+    zk2:close()
+  end)
+end)
