@@ -68,7 +68,7 @@ build/obj/%.o: src/%.c $(HEADERS) $(ZK_DEP)
 	$(CC) $(ZK_CPPFLAGS) $(CPPFLAGS) $(CFLAGS) $(ZKL_CFLAGS) -I$(LUA_INC) -c $< -o $@
 
 # The C client built from Debian's source package (ZK_CLIENT=source), kept across builds.
-build/zookeeper-client/stamp:
+build/zookeeper-client/stamp: scripts/build-zookeeper-client $(wildcard scripts/zookeeper-client-patches/*.patch)
 	scripts/build-zookeeper-client
 
 build/libzklua_core.a: $(CORE_OBJ)

@@ -225,12 +225,24 @@ function Node:mode()
   return answer and answer:match("Mode: ([%w%-]+)")
 end
 
+-- A TLS node's secure port completes a handshake (openssl s_client with the cluster's client
+-- certificate), or true at once without the tls option.  The server sets up TLS on its first
+-- handshake: seconds on a cold JVM, which a test's connect timeout should not pay.
+function Node:_tls_ready(deadline)
+  local t = self.cluster.tls
+  if not t then return true end
+  local wait = math.max(1, math.ceil(deadline - core.monotonic()))
+  return run(string.format("timeout %d openssl s_client -connect %s -CAfile %s -cert %s " ..
+    "-key %s -brief </dev/null >/dev/null 2>&1", wait, self.secure_hosts,
+    shell_quote(t.files.ca), shell_quote(t.files.certfile), shell_quote(t.files.keyfile)))
+end
+
 function Node:wait_ready(timeout)
   timeout = timeout or 60
   local deadline = core.monotonic() + timeout
   while core.monotonic() < deadline do
     local mode = self:mode()
-    if mode and mode ~= "read-only" then return mode end
+    if mode and mode ~= "read-only" and self:_tls_ready(deadline) then return mode end
     if not pid_alive(self.pid) then
       error("ZooKeeper node " .. self.id .. " exited; see " .. self.dir .. "/server.log")
     end
@@ -458,6 +470,20 @@ function Cluster:tls_options()
   local t = assert(self.tls, "this cluster was started without the tls option")
   return { use_ssl = true, ca = t.files.ca, certfile = t.files.certfile,
            keyfile = t.files.keyfile }
+end
+
+--- kazoo's cluster.get_ssl_client_configuration(): the PEM texts of a TLS cluster's client
+-- key and certificate and of its CA: {client_key, client_cert, ca_cert}.
+function Cluster:ssl_client_configuration()
+  local files = assert(self.tls, "this cluster was started without the tls option").files
+  local function text(path)
+    local f = assert(io.open(path, "rb"))
+    local t = f:read("*a")
+    f:close()
+    return t
+  end
+  return { client_key = text(files.keyfile), client_cert = text(files.certfile),
+           ca_cert = text(files.ca) }
 end
 
 --- Hosts string with a chroot appended, e.g. cluster:hosts_with("/app").

@@ -3,8 +3,6 @@
 -- "not applicable"; every other kazoo test is translated into spec/kazoo/ and passes.
 -- Keep this list small and honest: a test that merely fails is not "not applicable".
 return {
-  ["test_client.py::TestSSLClient::test_create"] = "Debian's libzookeeper-mt 3.8.0, which " ..
-    "zklua is built on, has no TLS (no zookeeper_init_ssl): zklua cannot connect over SSL",
   ["test_client.py::test_create_unicode_value"] = "Python's str vs bytes: a Lua string is " ..
     "bytes, so there is no text value to refuse (any string is stored as given)",
   ["test_connection.py::test_bad_deserialization"] =

@@ -61,7 +61,9 @@ end
 local Harness = {}
 Harness.__index = Harness
 
---- kazoo's KazooTestHarness.setup_zookeeper: a harness on the shared server (or opts.server)
+--- kazoo's KazooTestHarness.setup_zookeeper: a harness on the shared server (or opts.server;
+--- with use_ssl, a server started with zklua.testing's tls option: every client of the harness
+--- then connects to its secure ports with the TLS options given)
 --- with h.servers (the hosts, no chroot), h.hosts (with the harness's namespace as chroot),
 --- h.namespace, and h.client: started, chrooted, its root created.  opts (all optional):
 --- the client options for h.client (timeout defaults to 10 s, not kazoo's 0.8 s: a loaded
@@ -70,12 +72,22 @@ function support.harness(opts)
   opts = opts or {}
   local server = opts.server or support.server()
   local h = setmetatable({ server = server, servers = server.hosts, clients = {},
+                           plain_servers = server.hosts,
                            namespace = support.unique_path("kazootests") }, Harness)
-  h.hosts = h.servers .. h.namespace
   local options = {}
   for k, v in pairs(opts) do
     if k ~= "server" then options[k] = v end
   end
+  if opts.use_ssl then
+    -- kazoo's harness connects a use_ssl client to the cluster's secure ports; every client
+    -- of this harness then speaks TLS with the same files
+    h.servers = server.secure_hosts
+    h.tls = {}
+    for _, k in ipairs({ "use_ssl", "certfile", "keyfile", "keyfile_password", "ca" }) do
+      h.tls[k] = opts[k]
+    end
+  end
+  h.hosts = h.servers .. h.namespace
   -- the namespace is made through a client without chroot: kazoo's h.client.ensure_path("/")
   -- under a chroot that does not exist is a behaviour under test (test_client.py), not setup
   local admin = h:get_nonchroot_client()
@@ -107,6 +119,7 @@ end
 --- by teardown.
 function Harness:get_nonchroot_client(opts)
   local options = { timeout = 10 }
+  for k, v in pairs(self.tls or {}) do options[k] = v end
   for k, v in pairs(opts or {}) do options[k] = v end
   options.hosts = self.servers
   return self:_tracked(zklua.client(options))
@@ -124,7 +137,7 @@ end
 function Harness:teardown()
   for _, zk in ipairs(self.clients) do pcall(zk.close, zk) end
   self.clients = {}
-  helpers.delete_trees(self.servers, self.namespace)
+  helpers.delete_trees(self.plain_servers, self.namespace)
 end
 
 --- Runs body(env) as the main coroutine of a new cqueues controller and returns once every

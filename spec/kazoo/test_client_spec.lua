@@ -1082,6 +1082,47 @@ describe("test_client.py", function()
     end)
   end
 
+  describe("TestSSLClient", function()
+    -- kazoo's cluster listens on TLS ports too; here a server started with the tls option,
+    -- for this class only (the shared server stays plaintext)
+    local tls_server, outer
+    setup(function() tls_server = testing.server({ tls = true }) end)
+    teardown(function() if tls_server then tls_server:stop() end end)
+
+    -- setUp: the cluster's client key, certificate and CA written to files of a temp dir
+    before_each(function()
+      outer = h
+      local pipe = io.popen("mktemp -d")
+      local ssl_path = pipe:read("*l")
+      pipe:close()
+      local key_path = ssl_path .. "/key.pem"
+      local cert_path = ssl_path .. "/cert.pem"
+      local cacert_path = ssl_path .. "/cacert.pem"
+      local config = tls_server:ssl_client_configuration()
+      for path, text in pairs({ [key_path] = config.client_key, [cert_path] = config.client_cert,
+                                [cacert_path] = config.ca_cert }) do
+        local f = assert(io.open(path, "wb"))
+        f:write(text)
+        f:close()
+      end
+      h = support.harness({ server = tls_server, use_ssl = true, keyfile = key_path,
+                            certfile = cert_path, ca = cacert_path })
+      h.ssl_path = ssl_path
+    end)
+    after_each(function()
+      h:teardown()
+      os.execute("rm -rf '" .. h.ssl_path .. "'")
+      h = outer
+    end)
+
+    it("test_create", function()
+      local client = h.client
+      local path = client:create("/1")
+      assert.are.equal("/1", path)
+      assert.is_truthy(client:exists("/1"))
+    end)
+  end)
+
   describe("TestClient", function()
     on_ensemble()
 

@@ -223,7 +223,10 @@ static void add_tls_reason(zkl_log_sink *sink, library_line *line, char *buf, si
 {
     char reason[ZKL_LOG_TLS_REASON_SIZE];
     if (zkl_tls_thread_failure(reason, sizeof reason) != 0)
-        snprintf(reason, sizeof reason, "the server closed the connection during the handshake");
+        snprintf(reason, sizeof reason, "%s",
+                 strstr(line->text, "timed out") ? "the server did not answer the handshake"
+                                                 : "the server closed the connection during "
+                                                   "the handshake");
     pthread_mutex_lock(&sink->mutex);
     snprintf(sink->last_tls_failure, sizeof sink->last_tls_failure, "%s", reason);
     pthread_mutex_unlock(&sink->mutex);
