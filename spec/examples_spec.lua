@@ -73,6 +73,16 @@ describe("examples", function()
     kids:cleanup()
   end)
 
+  it("tls.lua connects over TLS to a server of its own", function()
+    local ok, out = run_example("tls.lua", server.hosts)
+    if require("zklua").build.tls then
+      assert.is_true(ok, out)
+      assert.matches("/over-tls\thello", out, 1, true)
+    else -- a build without TLS says how to get one
+      assert.matches("ZK_CLIENT=source", out, 1, true)
+    end
+  end)
+
   it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
     local ok, out = run_example("cqueues.lua", server.hosts)
     assert.is_true(ok, out)

@@ -40,7 +40,7 @@ describe("the luarocks rockspec", function()
     tree = dir .. "/tree"
     -- a copy of the checkout, without its build/: the rock is built from the sources alone
     local copy = string.format("mkdir %s/src && cd %s && cp -r Makefile rockspec src lua " ..
-                               "README.md %s/src/", quote(dir), quote(ROOT), quote(dir))
+                               "scripts README.md %s/src/", quote(dir), quote(ROOT), quote(dir))
     local _, err, code = run(copy)
     assert(code == 0, err)
     local out
@@ -89,6 +89,24 @@ describe("the luarocks rockspec", function()
                                " list --porcelain")
     assert.are.equal(0, code, err)
     assert.is_truthy(out:find("zklua\tscm%-1\tinstalled"), out)
+  end)
+
+  it("links the system libzookeeper-mt and says what it has; use_ssl says how to get TLS", function()
+    assert.are.equal(0, built_code, built_out)
+    local out, err, code = run(quote(tree .. "/bin/zklua") .. " -v")
+    assert.are.equal(0, code, err)
+    local _, _, ssl_code = run("nm -D /usr/lib/x86_64-linux-gnu/libzookeeper_mt.so.2 | " ..
+                               "grep -q ' T zookeeper_init_ssl$'")
+    local has_ssl = ssl_code == 0 -- Debian's has no TLS
+    assert.is_truthy(out:find("system library: " .. (has_ssl and "tls" or "no tls"), 1, true), out)
+    if not has_ssl then
+      out, err, code = run(quote(tree .. "/bin/zklua") .. " -e " .. quote(
+        "local ok, e = pcall(require('zklua').client, {hosts = '127.0.0.1:1', use_ssl = true," ..
+        " certfile = '/c', keyfile = '/k'}); print(e.name, tostring(e))"))
+      assert.are.equal(0, code, err)
+      assert.is_truthy(out:find("^ConfigurationError"), out)
+      assert.is_truthy(out:find("ZK_CLIENT=source", 1, true), out)
+    end
   end)
 
   it("lua5.4 with the tree's paths runs a script against a real server", function()
