@@ -3,7 +3,8 @@
 --
 --   local cache = sd:ServiceCache("api")
 --   cache:listen(function(event) ... end) -- event.type: "CACHE_CHANGED" (an instance came,
---                                         -- went or changed), "CONNECTION_SUSPENDED",
+--                                         -- went or changed after the first load, as
+--                                         -- Curator's cacheChanged), "CONNECTION_SUSPENDED",
 --                                         -- "CONNECTION_RECONNECTED" or "CONNECTION_LOST"
 --   cache:start(timeout)                  -- returns once the instances there are loaded
 --   cache:get_instances()                 -- {instance, ...} sorted by id (a new table)
@@ -70,7 +71,8 @@ function ServiceCache:_on_tree(event)
   self._instances[id] = instance
   self._sorted = nil
   self.version = self.version + 1
-  notify(self, "CACHE_CHANGED")
+  -- the first load (what start() waits for) is not a change: as Curator's cacheChanged
+  if self.initialized then notify(self, "CACHE_CHANGED") end
 end
 
 --- The instances, sorted by id: the cache's own array (callers must not change it); a new

@@ -199,7 +199,11 @@ end
 
 --- start(timeout): starts the provider's own cache (a cache given in opts is not started).
 function ServiceProvider:start(timeout)
-  if self._own_cache then self.cache:start(timeout) end
+  if self._own_cache then
+    self.cache:start(timeout)
+    -- the first load sends no CACHE_CHANGED: the list keep_last starts from
+    if self.keep_last > 0 then cache_changed(self) end
+  end
 end
 
 --- close(): closes the provider's own cache.
