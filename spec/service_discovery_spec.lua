@@ -81,6 +81,26 @@ describe("service instance bytes", function()
       assert.are.equal("uri_spec", field)
     end
   end)
+
+  it("hold the uriSpec parts build_uri and uri_spec_parts read (Curator's UriSpec)", function()
+    local sdm = require "zklua.recipes.service_discovery"
+    for _, spec in ipairs({ "{scheme}://{address}:{port}", "{one}two-three-{[}four{]}-five{six}",
+                            "{ a }b{c}", "plain", "" }) do
+      local bytes = assert(core.service_instance_encode({ uri_spec = spec }))
+      local json = {}
+      for value, variable in bytes:gmatch('{"value":"(.-)","variable":(%a+)}') do
+        json[#json + 1] = { value = value, variable = variable == "true" }
+      end
+      assert.are.same(json, sdm.uri_spec_parts(spec), spec)
+    end
+    for _, spec in ipairs({ "{a", "a}", "{a{b}}" }) do
+      raises(errors.BadArgumentsError, sdm.uri_spec_parts, spec)
+    end
+    local peer = { name = "api", id = "x", address = "10.0.0.7", port = 8080,
+                   uri_spec = "{scheme}://{address}:{port}/{missing}" }
+    assert.are.equal("http://10.0.0.7:8080/", sdm.build_uri(nil, peer))
+    assert.are.equal("https://10.0.0.7:8080/m", sdm.build_uri(nil, peer, { scheme = "https", missing = "m" }))
+  end)
 end)
 
 describe("ServiceDiscovery", function()

@@ -12,6 +12,8 @@
 --   sd:ServiceCache("api"), sd:ServiceProvider("api", opts)  (service_cache.lua,
 --   service_provider.lua)
 --   sd:close()                         -- unregisters every instance registered through sd
+--   local sdm = require "zklua.recipes.service_discovery"
+--   sdm.build_uri(nil, me)             -- Curator's UriSpec.build: me.uri_spec filled in
 --
 -- Layout and bytes are Curator's: instance <id> of service <name> is the znode
 -- <base>/<name>/<id>, its data the JSON Curator's JsonInstanceSerializer writes (the C codec
@@ -326,6 +328,84 @@ function M.ServiceDiscovery(client, base_path, opts)
   self._listener = function(state) return self:_on_state(state) end
   client:add_listener(self._listener)
   return self
+end
+
+--- uri_spec_parts(uri_spec) -> the parts of Curator's UriSpec template, in order: tables
+-- {value = text, variable = true|false} ("{scheme}://{address}" -> {scheme, variable},
+-- {"://", literal}, {address, variable}); a variable's name is trimmed.  A malformed template
+-- ("{" inside a variable, "}" without "{", a variable not closed) raises BadArgumentsError
+-- (Curator: IllegalStateException).  The parts are what an instance's JSON "uriSpec" holds.
+function M.uri_spec_parts(uri_spec)
+  local fname = "uri_spec_parts"
+  if type(uri_spec) ~= "string" then
+    check.fail(fname, "uri_spec", "uri_spec must be a string (got " .. type(uri_spec) .. ")")
+  end
+  local parts, inside, i = {}, false, 1
+  while i <= #uri_spec do
+    local c = uri_spec:sub(i, i)
+    if c == "{" then
+      if inside then check.fail(fname, "uri_spec", "{ is not allowed inside of a variable") end
+      inside, i = true, i + 1
+    elseif c == "}" then
+      if not inside then check.fail(fname, "uri_spec", "} must be preceded by {") end
+      inside, i = false, i + 1
+    else
+      local j = uri_spec:find("[{}]", i) or #uri_spec + 1
+      local token = uri_spec:sub(i, j - 1)
+      if inside then token = token:match("^%s*(.-)%s*$") end
+      parts[#parts + 1] = { value = token, variable = inside }
+      i = j
+    end
+  end
+  if inside then check.fail(fname, "uri_spec", "the last variable is not closed (expected })") end
+  return parts
+end
+
+-- A variable's value as Curator's StringBuilder appends it (integers without a fraction).
+local function uri_text(v)
+  if type(v) == "number" and v == math.floor(v) and v > -2^53 and v < 2^53 then
+    return string.format("%d", v)
+  end
+  return tostring(v)
+end
+
+--- build_uri(uri_spec, instance, variables) -> the URI Curator's UriSpec.build(instance,
+-- variables) makes: each variable of the template replaced by its value, literal parts kept.
+-- From instance (optional): name, id, address, port, ssl-port, registration-time-utc,
+-- service-type (lower case) — "" when the instance has none — and scheme "https" when it has
+-- an ssl_port ("http" otherwise, and without instance); "[" and "]" are "{" and "}" (the
+-- template's escapes); variables (optional, a table) add or override values.  A variable
+-- with no value is left out.  uri_spec nil: the instance's own uri_spec (Curator's
+-- ServiceInstance.buildUriSpec).
+function M.build_uri(uri_spec, instance, variables)
+  if uri_spec == nil and type(instance) == "table" then uri_spec = instance.uri_spec end
+  local parts = M.uri_spec_parts(uri_spec)
+  local values = { ["["] = "{", ["]"] = "}", scheme = "http" }
+  if instance ~= nil then
+    if type(instance) ~= "table" then
+      check.fail("build_uri", "instance", "instance must be a table (got " .. type(instance) .. ")")
+    end
+    local function field(v) if v == nil then return "" end return v end
+    values.name, values.id = field(instance.name), field(instance.id)
+    values.address, values.port = field(instance.address), field(instance.port)
+    values["ssl-port"] = field(instance.ssl_port)
+    values["registration-time-utc"] = field(instance.registration_time_utc)
+    values["service-type"] = instance.service_type and instance.service_type:lower() or ""
+    if instance.ssl_port ~= nil then values.scheme = "https" end
+  end
+  if variables ~= nil and type(variables) ~= "table" then
+    check.fail("build_uri", "variables", "variables must be a table (got " .. type(variables) .. ")")
+  end
+  for k, v in pairs(variables or {}) do values[k] = v end
+  local out = {}
+  for _, part in ipairs(parts) do
+    if not part.variable then
+      out[#out + 1] = part.value
+    elseif values[part.value] ~= nil then
+      out[#out + 1] = uri_text(values[part.value])
+    end
+  end
+  return table.concat(out)
 end
 
 M.class = ServiceDiscovery
