@@ -2,7 +2,7 @@
  * counter_binding.c — the zklua.core counter userdata: a thin wrapper over
  * src/recipes/counter.c.
  *
- *   core.counter(session, path, "int" | "float" | "curator", default) -> counter
+ *   core.counter(session, path, "int" | "float" | "curator" | "curator_long", default) -> counter
  *   counter:start(add, delta) -> true, or nil and "busy" | "closed"   (add false: a read)
  *   counter:phase() -> "idle" | "busy"
  *   counter:outcome() -> "ok" | "failed" | "bad_data" | "overflow", rc
@@ -63,7 +63,7 @@ static int counter_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    static const char *const kinds[] = {"int", "float", "curator", NULL};
+    static const char *const kinds[] = {"int", "float", "curator", "curator_long", NULL};
     int kind = luaL_checkoption(L, 3, "int", kinds);
     zkl_counter_value def = to_value(L, 4, kind);
     counter_box *box = zkl_recipe_box_new(L, &COUNTER_TYPE, sizeof *box);

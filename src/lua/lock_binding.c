@@ -2,7 +2,8 @@
  * lock_binding.c — the zklua.core lock userdata: a thin wrapper over src/recipes/lock.c.
  *
  *   core.lock(session, path, identifier, kind, acl, {mark, ...}, container_parents) -> lock,
- *     kind "exclusive" | "shared" | "curator-mutex" | "curator-latch"; container_parents nil:
+ *     kind "exclusive" | "shared" | "curator-mutex" | "curator-latch" | "curator-read" |
+ *     "curator-write"; container_parents nil:
  *     the kind's default (containers for the Curator kinds)
  *   lock:acquire(blocking, ephemeral) -> true, or nil and "held" | "busy" | "closed"
  *   lock:release() -> true when a release started (it was held)
@@ -54,9 +55,10 @@ static const char **string_list(lua_State *L, int idx, int *n)
 static zkl_lock_kind check_kind(lua_State *L, int idx)
 {
     static const char *const names[] = {"exclusive", "shared", "curator-mutex", "curator-latch",
-                                        NULL};
+                                        "curator-read", "curator-write", NULL};
     static const zkl_lock_kind kinds[] = {ZKL_LOCK_EXCLUSIVE, ZKL_LOCK_SHARED,
-                                          ZKL_LOCK_CURATOR_MUTEX, ZKL_LOCK_CURATOR_LATCH};
+                                          ZKL_LOCK_CURATOR_MUTEX, ZKL_LOCK_CURATOR_LATCH,
+                                          ZKL_LOCK_CURATOR_READ, ZKL_LOCK_CURATOR_WRITE};
     return kinds[luaL_checkoption(L, idx, "exclusive", names)];
 }
 

@@ -121,7 +121,20 @@ int zkl_counter_float_repr(double v, char *out, size_t size)
 static int parse(const zkl_counter *c, const char *data, int len, zkl_counter_value *v)
 {
     if (len == 0) {
-        *v = c->def;
+        if (c->kind == ZKL_COUNTER_CURATOR_LONG)
+            v->i = 0; /* DistributedAtomicLong.bytesToValue */
+        else
+            *v = c->def;
+        return 0;
+    }
+    if (c->kind == ZKL_COUNTER_CURATOR_LONG) {
+        if (len != 8)
+            return -1;
+        const unsigned char *b = (const unsigned char *)data;
+        uint64_t u = 0;
+        for (int i = 0; i < 8; i++)
+            u = u << 8 | b[i];
+        v->i = (int64_t)u;
         return 0;
     }
     if (c->kind == ZKL_COUNTER_CURATOR) {
@@ -175,6 +188,14 @@ static int format(const zkl_counter *c, zkl_counter_value v, char *out)
         out[3] = (char)u;
         return 4;
     }
+    case ZKL_COUNTER_CURATOR_LONG: {
+        uint64_t u = (uint64_t)v.i;
+        for (int i = 7; i >= 0; i--) {
+            out[i] = (char)(u & 0xff);
+            u >>= 8;
+        }
+        return 8;
+    }
     case ZKL_COUNTER_INT:
         return snprintf(out, DATA_MAX, "%lld", (long long)v.i);
     default:
@@ -222,7 +243,8 @@ static uint64_t submit(zkl_counter *c)
     case STEP_ENSURE: {
         uint64_t id; /* the last create (the path itself) decides */
         char seed[DATA_MAX];
-        int len = c->kind == ZKL_COUNTER_CURATOR ? format(c, c->def, seed) : 0;
+        int len = c->kind == ZKL_COUNTER_CURATOR || c->kind == ZKL_COUNTER_CURATOR_LONG
+                      ? format(c, c->def, seed) : 0;
         zkl_create_path_data(c->s, c->path, seed, len > 0 ? len : 0, &ZOO_OPEN_ACL_UNSAFE,
                              &c->route, &c->inflight, &id);
         return id;

@@ -6,7 +6,13 @@
  * ("3" for an int counter, never "3.0"; "3.5", "1e+16", "inf" for a float counter), or with
  * support_curator a 4-byte big-endian signed int (curator's SharedCount; the node is created
  * holding the default in those 4 bytes, as SharedCount's seed, since Curator's getCount()
- * cannot read empty data).  Empty data is the default.  An update reads the value and its version, then sets value + delta with that
+ * cannot read empty data).  Empty data is the default.  With ZKL_COUNTER_CURATOR_LONG the value
+ * is Curator 5.4 DistributedAtomicLong's: 8 bytes, big-endian two's complement (a missing node
+ * is created holding the default in those 8 bytes; empty data reads as 0, as Curator reads it;
+ * any other length is not a value).  Its updates are Curator's optimistic mode: the set
+ * carries the version read, as DistributedAtomicValue's tryOnce does, so Curator and zklua
+ * updates of one node never lose each other's.
+ * An update reads the value and its version, then sets value + delta with that
  * version; on BadVersion it reads again (no limit: every BadVersion means someone else's
  * update went through), after a pause.
  *
@@ -53,7 +59,12 @@ enum {
     ZKL_COUNTER_BACKOFF_MAX_MS = 600000
 };
 
-typedef enum { ZKL_COUNTER_INT = 0, ZKL_COUNTER_FLOAT = 1, ZKL_COUNTER_CURATOR = 2 } zkl_counter_kind;
+typedef enum {
+    ZKL_COUNTER_INT = 0,
+    ZKL_COUNTER_FLOAT = 1,
+    ZKL_COUNTER_CURATOR = 2,     /* Curator's SharedCount: 4 bytes */
+    ZKL_COUNTER_CURATOR_LONG = 3 /* Curator's DistributedAtomicLong: 8 bytes */
+} zkl_counter_kind;
 
 typedef union {
     int64_t i;
@@ -69,7 +80,7 @@ typedef enum {
     ZKL_COUNTER_OK = 0,      /* done: see the values */
     ZKL_COUNTER_FAILED,      /* a ZooKeeper error: see rc */
     ZKL_COUNTER_BAD_DATA,    /* the node's data is not a value of the counter's type */
-    ZKL_COUNTER_OVERFLOW     /* the sum does not fit (int64, or int32 for curator) */
+    ZKL_COUNTER_OVERFLOW     /* the sum does not fit (int64, or int32 for SharedCount) */
 } zkl_counter_outcome;
 
 /* NULL when out of memory (errno set).  def: the default (i or f by kind). */

@@ -28,6 +28,8 @@ static const char SHARED_MARK[] = "__rlock__";
 /* Curator: LockInternals' lock names (after the protection prefix, common.h) */
 static const char CURATOR_MUTEX_MARK[] = "lock-";
 static const char CURATOR_LATCH_MARK[] = "latch-";
+static const char CURATOR_READ_MARK[] = "__READ__";  /* InterProcessReadWriteLock's reader */
+static const char CURATOR_WRITE_MARK[] = "__WRIT__"; /* ... and writer */
 
 typedef enum {
     STEP_NONE,
@@ -155,7 +157,34 @@ int zkl_lock_contender_kind(const char *name, const char *const *marks, int n_ma
 
 static int is_curator(zkl_lock_kind kind)
 {
-    return kind == ZKL_LOCK_CURATOR_MUTEX || kind == ZKL_LOCK_CURATOR_LATCH;
+    return kind == ZKL_LOCK_CURATOR_MUTEX || kind == ZKL_LOCK_CURATOR_LATCH ||
+           kind == ZKL_LOCK_CURATOR_READ || kind == ZKL_LOCK_CURATOR_WRITE;
+}
+
+static int is_curator_rw(zkl_lock_kind kind)
+{
+    return kind == ZKL_LOCK_CURATOR_READ || kind == ZKL_LOCK_CURATOR_WRITE;
+}
+
+/* A lock that readers do not block: kazoo's ReadLock, Curator's read lock. */
+static int is_reader(zkl_lock_kind kind)
+{
+    return kind == ZKL_LOCK_SHARED || kind == ZKL_LOCK_CURATOR_READ;
+}
+
+/* The mark of a Curator kind's own nodes. */
+static const char *curator_mark(zkl_lock_kind kind)
+{
+    switch (kind) {
+    case ZKL_LOCK_CURATOR_LATCH:
+        return CURATOR_LATCH_MARK;
+    case ZKL_LOCK_CURATOR_READ:
+        return CURATOR_READ_MARK;
+    case ZKL_LOCK_CURATOR_WRITE:
+        return CURATOR_WRITE_MARK;
+    default:
+        return CURATOR_MUTEX_MARK;
+    }
 }
 
 /* Curator's contenders: <anything><mark><10 digits>, all exclusive; *seq: the digits. */
@@ -182,9 +211,14 @@ static int layout_contender(zkl_lock_kind kind, const char *name, const char *co
 {
     if (!is_curator(kind))
         return zkl_lock_contender_kind(name, marks, n_marks, seq);
-    const char *mark = kind == ZKL_LOCK_CURATOR_LATCH ? CURATOR_LATCH_MARK : CURATOR_MUTEX_MARK;
-    if (curator_contender(mark, name, seq) >= 0)
+    if (is_curator_rw(kind)) { /* one path, both kinds: readers shared, writers exclusive */
+        if (curator_contender(CURATOR_READ_MARK, name, seq) >= 0)
+            return ZKL_LOCK_SHARED;
+        if (curator_contender(CURATOR_WRITE_MARK, name, seq) >= 0)
+            return ZKL_LOCK_EXCLUSIVE;
+    } else if (curator_contender(curator_mark(kind), name, seq) >= 0) {
         return ZKL_LOCK_EXCLUSIVE;
+    }
     const char *at;
     if (n_marks > 0 && zkl_lock_contender_kind(name, marks, n_marks, &at) == ZKL_LOCK_FOREIGN) {
         if (seq)
@@ -251,7 +285,7 @@ static const char *nearest_blocker(const zkl_lock *l, char **children, int n, in
             continue;
         }
         int kind = layout_contender(l->kind, c, (const char *const *)l->marks, l->n_marks, &seq);
-        if (kind < 0 || (l->kind == ZKL_LOCK_SHARED && kind == ZKL_LOCK_SHARED))
+        if (kind < 0 || (is_reader(l->kind) && kind == ZKL_LOCK_SHARED))
             continue; /* readers do not block readers; a foreign contender blocks all */
         if (contender_cmp(seq, c, own_seq, l->node) >= 0)
             continue;
@@ -752,11 +786,12 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
 
 /* ---------------------------------------------------------------- public */
 
-/* The longest prefix: Curator's protection prefix + "latch-" (kazoo's is shorter). */
-enum { PREFIX_SIZE = ZKL_PROTECTED_PREFIX_LEN + sizeof CURATOR_LATCH_MARK };
+/* The longest prefix: Curator's protection prefix + "__READ__" (kazoo's is shorter). */
+enum { PREFIX_SIZE = ZKL_PROTECTED_PREFIX_LEN + sizeof CURATOR_READ_MARK };
 
 /* kazoo: "<uuid hex>__lock__" (or __rlock__); Curator: "_c_<8-4-4-4-12 uuid>-lock-" (or
- * latch-), the name Curator's protected create gives (and looks its node up by). */
+ * latch-, __READ__, __WRIT__), the name Curator's protected create gives (and looks its node
+ * up by). */
 static void make_prefix(char out[PREFIX_SIZE], zkl_lock_kind kind, const char *hex)
 {
     if (!is_curator(kind)) {
@@ -765,8 +800,7 @@ static void make_prefix(char out[PREFIX_SIZE], zkl_lock_kind kind, const char *h
     }
     char protected_prefix[ZKL_PROTECTED_PREFIX_LEN + 1];
     zkl_protected_prefix(protected_prefix, hex);
-    snprintf(out, PREFIX_SIZE, "%s%s", protected_prefix,
-             kind == ZKL_LOCK_CURATOR_LATCH ? CURATOR_LATCH_MARK : CURATOR_MUTEX_MARK);
+    snprintf(out, PREFIX_SIZE, "%s%s", protected_prefix, curator_mark(kind));
 }
 
 zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int len,

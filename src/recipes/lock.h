@@ -18,6 +18,13 @@
  * holding the identifier; contenders are the children whose names end in lock-<10 digits>
  * (latch-<10 digits>), sorted by those digits as Curator's StandardLockInternalsDriver sorts
  * them, and each is blocked by every lower one: the lowest holds the mutex, or leads.
+ * InterProcessReadWriteLock (kinds ZKL_LOCK_CURATOR_READ and ZKL_LOCK_CURATOR_WRITE, Curator
+ * 5.4's two InterProcessMutexes on one path, LockInternals with protection): the node is
+ * <path>/_c_<uuid>-__READ__<seq> or ...-__WRIT__<seq>; the contenders are the children ending
+ * in __READ__<10 digits> or __WRIT__<10 digits>, sorted by those digits (Curator's
+ * SortingLockInternalsDriver); a writer is blocked by every lower contender (Curator: index 0
+ * of all), a reader only by lower writers (Curator's readLockPredicate), as kazoo's ReadLock
+ * and WriteLock are.
  *
  * Container parents (zkl_lock_container_parents; on by default for the Curator layouts, as
  * Curator's creatingParentContainersIfNeeded): a missing path is made of container nodes,
@@ -67,7 +74,9 @@ typedef enum {
     ZKL_LOCK_EXCLUSIVE = 0, /* Lock and WriteLock: __lock__ nodes */
     ZKL_LOCK_SHARED = 1,        /* ReadLock: __rlock__ nodes */
     ZKL_LOCK_CURATOR_MUTEX = 3, /* Curator's InterProcessMutex: _c_<uuid>-lock- nodes */
-    ZKL_LOCK_CURATOR_LATCH = 4  /* Curator's LeaderLatch: _c_<uuid>-latch- nodes */
+    ZKL_LOCK_CURATOR_LATCH = 4, /* Curator's LeaderLatch: _c_<uuid>-latch- nodes */
+    ZKL_LOCK_CURATOR_READ = 5,  /* InterProcessReadWriteLock's read lock: _c_<uuid>-__READ__ */
+    ZKL_LOCK_CURATOR_WRITE = 6  /* ... its write lock: _c_<uuid>-__WRIT__ */
 } zkl_lock_kind;
 
 typedef enum {

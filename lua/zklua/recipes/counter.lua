@@ -5,6 +5,7 @@
 --   local f = zk:Counter("/app/load", 1.0)         -- float counter ("3.5")
 --   local k = zk:Counter("/app/n", 0, { support_curator = true }) -- curator's SharedCount
 --   local g = zk:Counter("/app/g", 1, { float = true })  -- a float counter under LuaJIT too
+--   local l = zk:Counter("/app/l", 0, { layout = "curator-atomic-long" }) -- DistributedAtomicLong
 --
 -- The counter is the C state machine of src/recipes/counter.c, on kazoo's node and data
 -- format (kazoo and zklua processes share a counter; concurrent adds sum exactly).  Its
@@ -18,6 +19,13 @@
 --   kazoo would raise TypeError).  support_curator needs an integer default; its values must
 --   fit in 32 bits.  LuaJIT's numbers have no integer subtype: there an integral default
 --   (1.0 too) makes an int counter, and opts.float = true makes a float counter in any case.
+-- * layout = "curator-atomic-long": Curator 5.4's DistributedAtomicLong (8 bytes, big-endian,
+--   in its optimistic mode: a set with the version read; src/recipes/counter.h), so Curator
+--   and zklua processes add to one value and read each other's; an int counter (integer
+--   default, the seed of a node this counter creates; empty data reads as 0, as Curator).
+--   Values are 64-bit: under LuaJIT one beyond 2^53 comes back as int64 cdata.  SUSPENDED,
+--   LOST and sharing as for every counter (above and below).  Curator's promoted-to-lock mode
+--   is not offered: an add retries its BadVersion until done or timed out instead.
 -- * Data that is not a value of the counter's type raises KazooException (kazoo: ValueError);
 --   a sum that overflows 64 bits (32 for curator) raises BadArgumentsError and nothing is
 --   written.
@@ -36,6 +44,8 @@ local base = require "zklua.recipes.base"
 local recipes = {}
 
 local Counter = { __name = "zklua.Counter" }
+
+local ATOMIC_LONG = "curator-atomic-long"
 
 local function usable(client, fname)
   return client:_usable_session(fname)
@@ -63,7 +73,8 @@ local function run_in_turn(self, fname, add, delta, timeout, deadline)
                  " is not a value of this " .. self._kind .. " counter", self.path)
   elseif outcome == "overflow" then
     errors.raise(errors.BadArgumentsError, fname .. ": the sum does not fit in a " ..
-                 (self._kind == "curator" and "32" or "64") .. "-bit integer", self.path)
+                 (self._kind == "curator" and "32" or "64") .. "-bit integer (nothing was " ..
+                 "written)", self.path)
   end
   base.raise_rc(fname, rc, self.path)
 end
@@ -147,12 +158,28 @@ function recipes.Counter(client, path, default, opts)
   if type(default) ~= "number" then
     check.fail(fname, "default", "default must be a number (got " .. type(default) .. ")")
   end
-  opts = check.options(fname, opts, { support_curator = "boolean", float = "boolean" },
-                       "opts") or {}
+  opts = check.options(fname, opts, { support_curator = "boolean", float = "boolean",
+                                      layout = "string" }, "opts") or {}
   local curator = opts.support_curator
   if curator ~= nil then curator = check.flag(fname, curator, "support_curator") end
   local kind = (compat.is_integer(default) and not opts.float) and "int" or "float"
-  if curator then
+  local layout = opts.layout or "kazoo"
+  if layout ~= "kazoo" and layout ~= ATOMIC_LONG then
+    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"" .. ATOMIC_LONG ..
+               "\" (got " .. string.format("%q", layout) .. "; Curator's SharedCount is " ..
+               "support_curator = true)")
+  end
+  if layout == ATOMIC_LONG then
+    if curator then
+      check.fail(fname, "support_curator", "support_curator (SharedCount, 4 bytes) and layout " ..
+                 "= \"" .. ATOMIC_LONG .. "\" (8 bytes) are two layouts: take one")
+    end
+    if opts.float or kind ~= "int" then
+      check.fail(fname, "default", "a " .. ATOMIC_LONG .. " counter holds integers: its " ..
+                 "default must be an integer (got " .. tostring(default) .. ")")
+    end
+    kind = "curator_long"
+  elseif curator then
     if kind ~= "int" then
       check.fail(fname, "default", "when support_curator is enabled the default must be an integer")
     end
@@ -164,7 +191,8 @@ function recipes.Counter(client, path, default, opts)
   local session = usable(client, fname)
   local ud = core.counter(session, path, kind, default)
   return base.init(setmetatable({ client = client, path = path, default = default,
-                                  support_curator = curator and true or false, _kind = kind,
+                                  support_curator = curator and true or false, layout = layout,
+                                  _kind = kind,
                                   _counter = ud }, Counter))
 end
 

@@ -24,9 +24,12 @@
 --   this lock (readers too) and is listed by contenders().  Matched literally: a mark with a
 --   regular expression character raises BadArgumentsError.
 -- * The third argument may instead be an options table {layout = "kazoo" (default) |
---   "curator", container = bool, extra_lock_patterns = {...}}.  layout = "curator" (Lock
---   only): Curator's InterProcessMutex nodes (_c_<uuid>-lock-<seq>), so zklua and Curator
---   processes exclude each other on one path.  container = true makes a missing lock path of
+--   "curator", container = bool, extra_lock_patterns = {...}}.  layout = "curator": Curator's
+--   InterProcessMutex nodes for a Lock (_c_<uuid>-lock-<seq>), InterProcessReadWriteLock's for
+--   a ReadLock (_c_<uuid>-__READ__<seq>) and a WriteLock (_c_<uuid>-__WRIT__<seq>), so zklua
+--   and Curator processes exclude each other on one path: a writer (either side's) excludes
+--   every other holder, readers share.  SUSPENDED, LOST, timeouts and sharing among
+--   coroutines are every Lock's (src/recipes/lock.h and below).  container = true makes a missing lock path of
 --   container nodes, which the server deletes once the last contender left (default: true
 --   with layout = "curator", as Curator; false with kazoo's).
 -- * on_lost(fn): fn(lock) runs when a holder learns of LOST (is_acquired turns false);
@@ -120,7 +123,7 @@ local function kind_of(fname, kind, opts, curator_kind)
   end
   if layout == "curator" then
     if not curator_kind then
-      check.fail(fname, "layout", fname .. " has no Curator layout (Lock and Election have)")
+      check.fail(fname, "layout", fname .. " has no Curator layout")
     end
     kind = curator_kind
   end
@@ -230,11 +233,12 @@ function recipes.ElectionLock(client, path, identifier, opts)
 end
 
 function recipes.WriteLock(client, path, identifier, extra_lock_patterns)
-  return new("WriteLock", "exclusive", client, path, identifier, extra_lock_patterns)
+  return new("WriteLock", "exclusive", client, path, identifier, extra_lock_patterns,
+             "curator-write")
 end
 
 function recipes.ReadLock(client, path, identifier, extra_lock_patterns)
-  return new("ReadLock", "shared", client, path, identifier, extra_lock_patterns)
+  return new("ReadLock", "shared", client, path, identifier, extra_lock_patterns, "curator-read")
 end
 
 recipes.class = Lock
