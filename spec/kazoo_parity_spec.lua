@@ -9,30 +9,41 @@ local helpers = require "support.helpers"
 
 local DIR = "spec/fixtures/parity/"
 
+-- Runs the parity handler over a demo file with env (inventory, not-applicable list, kind)
+-- before busted; returns its output and the count it leaves in ZKLUA_PARITY_RESULT.
+local function report(env, pattern, file)
+  local result_file = os.tmpname()
+  local lua = helpers.LUAJIT and "luajit" or "lua5.4"
+  local stdout, stderr = helpers.run(string.format(
+    "%s ZKLUA_PARITY_RESULT=%s ZKLUA_PARITY_PARTIAL=0 busted --lua=%s " ..
+    "-o spec/support/parity.lua --pattern=%s %s%s", env, result_file, lua, pattern, DIR, file), 120)
+  local f = io.open(result_file)
+  local result = f and f:read("*a")
+  if f then f:close() end
+  os.remove(result_file)
+  return stdout .. stderr, result
+end
+
+-- The status printed on the line of test name (its name, then spaces, then the status).
+local function status_in(out, name)
+  for line in out:gmatch("[^\n]+") do
+    local n, s = line:match("^(%S+)%s%s+(.-)%s*$")
+    if n == name then return s end
+  end
+  return nil
+end
+
 describe("make kazoo-parity's report", function()
   local out, result
 
   setup(function()
-    local file = os.tmpname()
-    local lua = helpers.LUAJIT and "luajit" or "lua5.4"
-    local stdout, stderr = helpers.run(string.format(
-      "ZKLUA_PARITY_INVENTORY=%sinventory.lua ZKLUA_PARITY_NOT_APPLICABLE=%snot_applicable.lua " ..
-      "ZKLUA_PARITY_RESULT=%s ZKLUA_PARITY_PARTIAL=0 busted --lua=%s -o spec/support/parity.lua " ..
-      "--pattern=_parity %stest_demo_parity.lua", DIR, DIR, file, lua, DIR), 120)
-    out = stdout .. stderr
-    local f = io.open(file)
-    result = f and f:read("*a")
-    if f then f:close() end
-    os.remove(file)
+    out, result = report(string.format("ZKLUA_PARITY_INVENTORY=%sinventory.lua " ..
+                         "ZKLUA_PARITY_NOT_APPLICABLE=%snot_applicable.lua", DIR, DIR),
+                         "_parity", "test_demo_parity.lua")
   end)
 
-  -- The status printed on the line of test name (its name, then spaces, then the status).
   local function status(name)
-    for line in out:gmatch("[^\n]+") do
-      local n, s = line:match("^(%S+)%s%s+(.-)%s*$")
-      if n == "test_demo.py::" .. name then return s end
-    end
-    return nil
+    return status_in(out, "test_demo.py::" .. name)
   end
 
   it("prints pass, difference KEY, not applicable and missing", function()
@@ -67,26 +78,14 @@ describe("make curator-parity's report", function()
   local out, result
 
   setup(function()
-    local file = os.tmpname()
-    local lua = helpers.LUAJIT and "luajit" or "lua5.4"
-    local stdout, stderr = helpers.run(string.format(
-      "ZKLUA_PARITY_KIND=curator ZKLUA_PARITY_INVENTORY=%sinventory_curator.lua " ..
-      "ZKLUA_PARITY_NOT_APPLICABLE=%snot_applicable_curator.lua ZKLUA_PARITY_RESULT=%s " ..
-      "ZKLUA_PARITY_PARTIAL=0 busted --lua=%s -o spec/support/parity.lua " ..
-      "--pattern=^TestDemo %sTestDemo.lua", DIR, DIR, file, lua, DIR), 120)
-    out = stdout .. stderr
-    local f = io.open(file)
-    result = f and f:read("*a")
-    if f then f:close() end
-    os.remove(file)
+    out, result = report(string.format("ZKLUA_PARITY_KIND=curator " ..
+                         "ZKLUA_PARITY_INVENTORY=%sinventory_curator.lua " ..
+                         "ZKLUA_PARITY_NOT_APPLICABLE=%snot_applicable_curator.lua", DIR, DIR),
+                         "^TestDemo", "TestDemo.lua")
   end)
 
   local function status(name)
-    for line in out:gmatch("[^\n]+") do
-      local n, s = line:match("^(%S+)%s%s+(.-)%s*$")
-      if n == name then return s end
-    end
-    return nil
+    return status_in(out, name)
   end
 
   it("names each test Class::method, the describe's class or the file's", function()
