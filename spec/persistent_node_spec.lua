@@ -124,9 +124,11 @@ describe("PersistentNode", function()
     assert.equals(old_id, (holder:client_id()))
     wait(function() return states[#states] == "LOST" end, "the client to count its session LOST")
     proxy:resume()
+    -- (the server has the node before this client has run the create's completion: wait
+    -- for both, or the count below races the completion)
     wait(function()
       local stat = other:exists(actual)
-      return stat ~= nil and stat.ephemeralOwner == client:client_id()
+      return stat ~= nil and stat.ephemeralOwner == client:client_id() and node.creations >= 2
     end, "the new session's node")
     -- replaced while the old session still lives (without the fix it stays the old one's)
     assert.equals("CONNECTED", holder.state)
