@@ -2,6 +2,8 @@
 -- the checkout offline and installs zklua.core, the Lua modules and bin/zklua into DIR; a
 -- script run with the tree's paths (lua5.4, or the installed command from anywhere) uses
 -- what was installed, against a real server.
+-- (It runs lua5.4 and the installed command whatever runs busted: make test runs it in the Lua
+-- 5.4 suite only.)
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local child = require "fixtures.child"

@@ -20,6 +20,8 @@
 -- 7. status() marks a peer that failed "down".
 -- After each: no [error] or worse in error.log but nginx's reports of failed tries on the backend
 -- stopped on purpose, and no core file.
+-- (nginx runs its own LuaJIT whatever runs busted: make test runs this in the LuaJIT suite only,
+-- where the registrars run under LuaJIT too.)
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
 local support = require "support.nginx"

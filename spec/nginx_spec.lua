@@ -23,6 +23,7 @@
 --
 -- nginx runs in the foreground (daemon off) with its own prefix and temp dirs under /tmp, on
 -- a free loopback port, and is stopped by its master's pid (SIGQUIT, then SIGKILL).
+-- (nginx runs its own LuaJIT whatever runs busted: make test runs this in the LuaJIT suite only.)
 local testing = require "zklua.testing"
 local compat = require "zklua.compat"
 local core = require "zklua.core"

@@ -8,6 +8,7 @@
 -- library frames those allocations come from, with the reasoning; valgrind gets the same list
 -- (one source for both tools), so a leak is reported only when no such library frame is on
 -- the allocating stack, which is every allocation zklua makes itself.
+-- (It runs ./zklua, Lua 5.4, whatever runs busted: make test runs it in the Lua 5.4 suite only.)
 local testing = require "zklua.testing"
 
 -- Writes a valgrind suppression file holding one Memcheck:Leak entry per `leak:FRAME` line
