@@ -6,7 +6,12 @@ Measures, on a fresh root /bench-kazoo-<pid> holding a 64-byte node "get":
                every result; each must succeed with 64 bytes of data),
   sync_get     N_SYNC_GET sequential get calls,
   sync_create  N_SYNC_CREATE sequential create calls of persistent nodes
-               <root>/c-<i> holding 16 bytes.
+               <root>/c-<i> holding 16 bytes,
+  connect      BENCH_N_CONNECT (default 0: none) sequential new clients:
+               start (TCP, the TLS handshake over TLS, the session), then
+               stop and close.
+Over TLS (use_ssl) when BENCH_TLS_CA, BENCH_TLS_CERT and BENCH_TLS_KEY name PEM
+files (ca, certfile, keyfile; HOSTS then names a TLS port).
 For each workload it reports wall-clock time (time.perf_counter) and process
 CPU time, user+sys over all threads (resource.getrusage RUSAGE_SELF), as:
   RESULT <workload> ops=<n> seconds=<s> cpu_us_per_op=<us> ops_per_s=<r>
@@ -92,13 +97,32 @@ def sync_create(zk, root, n):
         zk.create(f"{root}/c-{i}", CREATE_DATA)
 
 
-def run_workloads(zk, root, counts):
+def client_options():
+    """KazooClient's TLS options from BENCH_TLS_* (none: plaintext)."""
+    if not os.environ.get("BENCH_TLS_CA"):
+        return {}
+    return {"use_ssl": True, "verify_certs": True, "ca": os.environ["BENCH_TLS_CA"],
+            "certfile": os.environ["BENCH_TLS_CERT"], "keyfile": os.environ["BENCH_TLS_KEY"]}
+
+
+def connect(hosts, n):
+    for _ in range(n):
+        client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **client_options())
+        client.start(timeout=CONNECT_WAIT_S)
+        client.stop()
+        client.close()
+
+
+def run_workloads(zk, hosts, root, counts):
     n_async, n_sync_get, n_sync_create = counts
     get_node = f"{root}/get"
     measured("async_get", n_async, lambda: async_get(zk, get_node, n_async))
     measured("sync_get", n_sync_get, lambda: sync_get(zk, get_node, n_sync_get))
     measured("sync_create", n_sync_create,
              lambda: sync_create(zk, root, n_sync_create))
+    n_connect = int(os.environ.get("BENCH_N_CONNECT", "0"))
+    if n_connect > 0:
+        measured("connect", n_connect, lambda: connect(hosts, n_connect))
 
 
 def main(argv):
@@ -109,7 +133,7 @@ def main(argv):
               "[N_SYNC_GET=2000] [N_SYNC_CREATE=2000]", file=sys.stderr)
         return 2
 
-    zk = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S)
+    zk = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **client_options())
     try:
         zk.start(timeout=CONNECT_WAIT_S)
     except Exception as err:  # kazoo raises its own timeout type
@@ -122,7 +146,7 @@ def main(argv):
     try:
         zk.create(root)
         zk.create(f"{root}/get", GET_DATA)
-        run_workloads(zk, root, counts)
+        run_workloads(zk, hosts, root, counts)
         ok = True
     except Exception as err:
         print(f"benchmark failed: {err!r}", file=sys.stderr)

@@ -130,7 +130,16 @@ return function(info)
         "fresh copy of the retry policy per call, so only its pre_value/post_value attributes " ..
         "are shared (not read here). p50 and p99 of all the increments; both check the " ..
         "counter's final value. kazoo's column holds the same figure on both modes' rows.",
-        n.nginx_seconds, n.sync_get, n.nginx_idle, n.counter_bursts), "")
+        n.nginx_seconds, n.sync_get, n.nginx_idle, n.counter_bursts),
+      string.format("- **TLS** (bench/zklua_bench.lua and bench/kazoo_bench.py with " ..
+        "BENCH_TLS_CA/CERT/KEY and BENCH_N_CONNECT): a second server, started with the " ..
+        "harness's tls option, serves a TLS port and a plain port (Netty serves both; the other " ..
+        "sections keep the default server). Each client runs the client-op workloads above and " ..
+        "%d connects (start, then close: TCP, the TLS handshake with certificate verification " ..
+        "both ways, the session) once over each port, back to back; the cost rows divide its " ..
+        "CPU per op over TLS by its own over plaintext, the target being that TLS costs zklua " ..
+        "no more than it costs kazoo, relatively (issue 22). raw C has no cell: Debian's " ..
+        "libzookeeper-mt is built without TLS.", n.tls_connects), "")
 
   add("## Rerun", "",
       "`make bench` (a few minutes; run it on a quiet machine). `BENCH_ROUNDS=5 make bench` " ..
@@ -139,7 +148,8 @@ return function(info)
       "BENCH_N_SYNC_GET, BENCH_N_SYNC_CREATE, BENCH_LOCK_CYCLES, BENCH_LOCK_WAITERS, " ..
       "BENCH_LOCK_ROUNDS, BENCH_FAILOVERS, BENCH_SESSION_S, BENCH_SP_MEMBERS, BENCH_SP_ITEMS, " ..
       "BENCH_SP_TB, BENCH_ALLOC_MEMBERS, BENCH_ALLOC_ITEMS, BENCH_STRATEGY_RUNS, " ..
-      "BENCH_TREE_NODES, BENCH_NGINX_SECONDS, BENCH_NGINX_IDLE_S, BENCH_COUNTER_BURSTS; " ..
+      "BENCH_TREE_NODES, BENCH_NGINX_SECONDS, BENCH_NGINX_IDLE_S, BENCH_COUNTER_BURSTS, " ..
+      "BENCH_TLS_CONNECTS; " ..
       "`BENCH_ONLY=lock,election` runs some sections only (it then " ..
       "writes no file unless BENCH_DOC names one). Every workload script also runs alone " ..
       "against any server; its usage is in its opening comment, e.g. " ..

@@ -28,6 +28,7 @@
 --                mode), bench/sync_get_latency.lua (its reference), bench/kazoo_counter_bench.py
 --   balancer     bench/balancer_bench.lua (zklua.ngx.balancer against a static upstream, the
 --                same backends, the same nginx)
+--   tls          bench/zklua_bench.lua, bench/kazoo_bench.py over a TLS port and a plain one
 -- The LuaJIT column runs the same zklua scripts under `luajit` with build/luajit/zklua/core.so
 -- (`make luajit`), the way scripts/run-specs --lua=luajit loads it; their worker processes
 -- run under luajit too.
@@ -43,9 +44,10 @@
 -- (10), BENCH_SP_ITEMS (1000), BENCH_SP_TB (0.1 s time_boundary), BENCH_ALLOC_MEMBERS (10),
 -- BENCH_ALLOC_ITEMS (1000), BENCH_STRATEGY_RUNS (3 allocations timed per round),
 -- BENCH_TREE_NODES (10000), BENCH_ONLY (a comma list of sections to run: ops, lock,
--- election, partitioner, allocator, strategies, tree_cache, nginx, balancer; for trying one
+-- election, partitioner, allocator, strategies, tree_cache, nginx, balancer, tls; for trying one
 -- out), BENCH_BALANCER_SECONDS (2: each wrk run), BENCH_BALANCER_ROUNDS (3 pairs of wrk runs),
--- BENCH_BALANCER_UPDATES (20 registrations timed),
+-- BENCH_BALANCER_UPDATES (20 registrations timed), BENCH_TLS_CONNECTS (20 connects per client
+-- and port in the tls section),
 -- BENCH_NGINX_SECONDS (1: each wrk run), BENCH_NGINX_IDLE_S (4: the idle workers watched),
 -- BENCH_COUNTER_BURSTS (2 bursts of 200 concurrent Counter increments per client),
 -- BENCH_DOC (where the report goes: docs/benchmarks.md after a run of every section, no file
@@ -87,6 +89,7 @@ local N = {
   balancer_seconds = env_number("BENCH_BALANCER_SECONDS", 2),
   balancer_rounds = env_number("BENCH_BALANCER_ROUNDS", 3),
   balancer_updates = env_number("BENCH_BALANCER_UPDATES", 20),
+  tls_connects = env_number("BENCH_TLS_CONNECTS", 20),
 }
 N.tree_nodes = 1 + 100 * N.tree_dirs -- the root and tree_dirs directories of 99 nodes each
 local ALLOC_STRATEGIES = { "sticky", "round_robin" }
@@ -563,6 +566,52 @@ SECTIONS[#SECTIONS + 1] = { id = "balancer", run = function(ctx)
   record("balancer_update_p99", "luajit", u.p99_ms)
 end }
 
+-- TLS (issue 22): the client-op workloads and BENCH_TLS_CONNECTS connects of each client, over
+-- the TLS port and over the plain port of one server that serves both (Netty, zklua.testing's
+-- tls option; started for this section, so the other sections keep their NIO server).  The
+-- cost rows divide a client's CPU per op over TLS by its own over plaintext: what TLS costs
+-- it, relatively.  raw C has no cell: Debian's libzookeeper-mt is built without TLS.
+local function tls_cost(tls, plain, workload)
+  local t, p = tls[workload], plain[workload]
+  return t and p and p.cpu_us_per_op > 0 and t.cpu_us_per_op / p.cpu_us_per_op or nil
+end
+
+SECTIONS[#SECTIONS + 1] = { id = "tls", run = function(ctx, round)
+  if not ctx.tls_server then ctx.tls_server = testing.server({ tls = true }) end
+  local server, o = ctx.tls_server, ctx.tls_server:tls_options()
+  local tls_env = string.format("BENCH_TLS_CA=%s BENCH_TLS_CERT=%s BENCH_TLS_KEY=%s", o.ca,
+                                o.certfile, o.keyfile)
+  local counts = table.concat({ N.async, N.sync_get, N.sync_create }, " ")
+  for _, c in ipairs(turns({ "lua54", "luajit", "kazoo" }, round)) do
+    local script = c.python and c.python .. " bench/kazoo_bench.py" or
+                   c.lua .. " bench/zklua_bench.lua"
+    local got = {}
+    for _, mode in ipairs({ "plain", "tls" }) do
+      wait_server_quiet(server:node(1).pid)
+      local tls = mode == "tls"
+      got[mode] = run(tls and "client ops over TLS" or "client ops over plaintext (TLS server)",
+                      c, string.format("env BENCH_N_CONNECT=%d %s %s %s %s", N.tls_connects,
+                                       tls and tls_env or "", script,
+                                       tls and server.secure_hosts or server.hosts, counts))
+    end
+    local p, t = got.plain, got.tls
+    if p and t then
+      record("tls_async_get_ops", c.id, (t.async_get or {}).ops_per_s)
+      record("tls_async_get_cpu", c.id, (t.async_get or {}).cpu_us_per_op)
+      record("tls_async_get_cost", c.id, tls_cost(t, p, "async_get"))
+      record("tls_sync_get_cpu", c.id, (t.sync_get or {}).cpu_us_per_op)
+      record("tls_sync_get_cost", c.id, tls_cost(t, p, "sync_get"))
+      if t.connect and p.connect then
+        record("tls_connect_ms", c.id, t.connect.seconds * 1000 / t.connect.ops)
+        record("tls_connect_cpu", c.id, t.connect.cpu_us_per_op / 1000)
+        record("tls_connect_plain_ms", c.id, p.connect.seconds * 1000 / p.connect.ops)
+      end
+    end
+  end
+end, finish = function(ctx)
+  if ctx.tls_server then ctx.tls_server:stop() end
+end }
+
 -- ---------------------------------------------------------------- the table's rows
 
 -- The values of a sample -> figure table, sorted (nil when there are none).
@@ -684,6 +733,9 @@ TARGETS.nginx_idle_wakeups_socket = { "near zero (≤ 2/s)", at_most(2) }
 TARGETS.nginx_idle_cpu_socket = { "near zero (≤ 1 ms/s)", at_most(1) }
 TARGETS.nginx_counter_p99_socket = { "≤ kazoo", function(_, r) return r.kazoo and r.kazoo <= 1 end }
 TARGETS.balancer_ratio = { "≥ 0.95", function(m) return m.z and m.z >= 0.95 end }
+for _, id in ipairs({ "tls_async_get_cost", "tls_sync_get_cost" }) do
+  TARGETS[id] = { "≤ kazoo's", function(_, r) return r.kazoo and r.kazoo <= 1 end }
+end
 for _, s in ipairs(ALLOC_STRATEGIES) do
   TARGETS["alloc_" .. s .. "_leave"] = { "≤ 500 ms", at_most(500) }
   if s == "sticky" or s == "rendezvous" then
@@ -812,6 +864,17 @@ local function rows()
       "%.1f", jit)
   row("balancer_update_p99", "a registration → every worker's cache has it, p99", "ms",
       "%.1f", jit)
+  group("tls", string.format("TLS: the client operations above and %d connects, over the TLS " ..
+        "port and the plain port of one server serving both (Netty); raw C has no TLS (Debian's " ..
+        "libzookeeper-mt)", N.tls_connects))
+  row("tls_async_get_ops", "async get throughput over TLS", "ops/s", "%.0f")
+  row("tls_async_get_cpu", "async get client CPU over TLS", "µs/op", "%.1f")
+  row("tls_async_get_cost", "async get client CPU, TLS ÷ plaintext", "×", "%.2f")
+  row("tls_sync_get_cpu", "sync get client CPU over TLS", "µs/op", "%.1f")
+  row("tls_sync_get_cost", "sync get client CPU, TLS ÷ plaintext", "×", "%.2f")
+  row("tls_connect_ms", "connect (TCP, TLS handshake, session), then close", "ms", "%.1f")
+  row("tls_connect_cpu", "client CPU per TLS connect", "ms", "%.1f")
+  row("tls_connect_plain_ms", "connect over plaintext, then close", "ms", "%.1f")
   return list
 end
 
@@ -916,7 +979,7 @@ for _, s in ipairs(SECTIONS) do
   if next(only) == nil or only[s.id] then sections[#sections + 1] = s end
 end
 assert(#sections > 0, "BENCH_ONLY names no section (ops, lock, election, partitioner, " ..
-                      "allocator, strategies, tree_cache, nginx, balancer)")
+                      "allocator, strategies, tree_cache, nginx, balancer, tls)")
 
 local machine_lines = machine()
 build_raw_c()

@@ -3,8 +3,12 @@
 --   async_get    N_ASYNC pipelined get_async calls, then every result checked (64 bytes)
 --   sync_get     N_SYNC_GET sequential get calls
 --   sync_create  N_SYNC_CREATE sequential creates of <root>/c-<i> holding 16 bytes
+--   connect      BENCH_N_CONNECT (default 0: none) sequential new clients: start (TCP, the
+--                TLS handshake over TLS, the session), then close
 -- Each prints: RESULT <workload> ops=<n> seconds=<s> cpu_us_per_op=<us> ops_per_s=<r>
 -- (CPU is the whole process's user+sys, library threads included.)
+-- Over TLS when BENCH_TLS_CA, BENCH_TLS_CERT and BENCH_TLS_KEY name PEM files (kazoo's ca,
+-- certfile and keyfile; HOSTS then names a TLS port): make bench's tls section.
 --   ./zklua bench/zklua_bench.lua HOSTS [N_ASYNC=20000] [N_SYNC_GET=2000] [N_SYNC_CREATE=2000]
 local zklua = require "zklua"
 local core = require "zklua.core"
@@ -25,7 +29,17 @@ local function measure(name, ops, fn)
                       name, ops, seconds, cpu * 1e6 / ops, ops / seconds))
 end
 
-local zk = zklua.client{ hosts = hosts, timeout = 10 }
+local n_connect = tonumber(os.getenv("BENCH_N_CONNECT") or 0)
+
+local options = { hosts = hosts, timeout = 10 }
+if os.getenv("BENCH_TLS_CA") then
+  options.use_ssl = true
+  options.ca = os.getenv("BENCH_TLS_CA")
+  options.certfile = assert(os.getenv("BENCH_TLS_CERT"), "BENCH_TLS_CERT is not set")
+  options.keyfile = assert(os.getenv("BENCH_TLS_KEY"), "BENCH_TLS_KEY is not set")
+end
+
+local zk = zklua.client(options)
 zk:start(15)
 local root = "/bench-zklua-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e9))
 local get_path = root .. "/get"
@@ -50,6 +64,15 @@ local ok, err = pcall(function()
   measure("sync_create", n_sync_create, function()
     for i = 1, n_sync_create do zk:create(root .. "/c-" .. i, value) end
   end)
+  if n_connect > 0 then
+    measure("connect", n_connect, function()
+      for _ = 1, n_connect do
+        local c = zklua.client(options)
+        c:start(15)
+        c:close()
+      end
+    end)
+  end
 end)
 zk:delete(root, nil, true)
 zk:close()
