@@ -17,7 +17,8 @@
 -- opts {layout = "curator"}: the Lock is on Curator's LeaderLatch nodes instead
 -- (`_c_<uuid>-latch-<seq>` holding the identifier, containers for a missing path), so zklua
 -- members and Curator LeaderLatch members of one path elect one leader among them; Curator
--- reads a zklua member's identifier as its participant id.  opts.container as Lock's.
+-- reads a zklua member's identifier as its participant id.  opts.container as Lock's;
+-- opts.error_policy below.
 --
 -- * run(fn, ...) -> true, fn's results: blocks until elected, calls fn(...), then releases
 --   leadership, also when fn raises (the error is re-raised after the release).  When cancel()
@@ -33,14 +34,26 @@
 --   event loop.  await(timeout) runs the event loop until leader (true) or timeout (false).
 --   stop() leaves: a leader deletes its node (waits for it like Lock:release), a waiting
 --   member withdraws its node.  A started latch is kept alive by its client until stop().
--- * SUSPENDED: a leader stays leader (is_leader true, as kazoo's lock): its ephemeral node
---   lives as long as the session does.  A waiting member goes on waiting after reconnecting.
+-- * opts.error_policy: which connection states end leadership, as Curator's
+--   ConnectionStateErrorPolicy.  "standard" (the default with layout = "curator", Curator
+--   5.4's default StandardConnectionStateErrorPolicy, which its LeaderLatch follows): SUSPENDED
+--   and LOST.  "session" (the default with kazoo's layout; Curator's
+--   SessionConnectionStateErrorPolicy, kazoo's behaviour): LOST only.
+-- * SUSPENDED with error_policy "session": a leader stays leader (is_leader true, as kazoo's
+--   lock): its ephemeral node lives as long as the session does.  With "standard" (Curator's
+--   LeaderLatch): is_leader turns false and every on_lost(fn) callback runs (Curator's
+--   notLeader), but the node is kept (as Curator keeps it), so no other member leads while
+--   the session lives; once CONNECTED again on the same session the member is leader again
+--   (its node is still the lowest: Curator re-reads the children and calls isLeader) and
+--   on_leader runs again.  Either way a waiting member goes on waiting after reconnecting.
 -- * LOST (session expired): the node is gone, so is_leader turns false and every on_lost(fn)
 --   callback runs fn(election).  A latch then rejoins on the new session by itself (a new
 --   node, at the end of the queue: it keeps competing) and may lead again (on_leader again).
 --   In run(), fn cannot be stopped: it keeps running, but is_leader is false and on_lost ran;
 --   fn should check is_leader (or fencing_token) before acting as leader; run then returns
---   normally.  Stopping the client (zk:stop()/close()) is a LOST too, and ends a latch.
+--   normally.  (With "standard", a SUSPENDED fn sees is_leader false and on_lost run too, and
+--   is_leader true again with on_leader run when the same session reconnects.)  Stopping
+--   the client (zk:stop()/close()) is a LOST too, and ends a latch.
 -- * is_running: a run() is under way or the latch is started.  A latch ends by stop(), by
 --   cancel() while not leading, when the client stops, or when the lock fails with an error
 --   that retries cannot fix (kept in election.error, logged, raised by await()).
@@ -69,6 +82,14 @@ local recipes = {}
 local ZCLOSING = core.codes.ZCLOSING
 
 local Election = { __name = "zklua.Election" }
+
+local POLICIES = { standard = true, session = true }
+
+-- Whether this member must not count as leader now: its policy makes SUSPENDED an error
+-- (Curator's StandardConnectionStateErrorPolicy) and the connection is not up.
+local function suspended(self)
+  return self.error_policy == "standard" and self.client.state ~= "CONNECTED"
+end
 
 local fields = {
   is_leader = function(self) return self._leading end,
@@ -135,17 +156,23 @@ function Election:_sync()
     local ud = self._ud
     local phase = ud:phase()
     if self._mode == "run" then
-      if self._leading and not ud:is_held() then
+      if not self._elected then return end
+      local leads = ud:is_held() and not suspended(self)
+      if self._leading and not leads then
         self._leading = false
         fire(self, self._lost_callbacks, "on_lost")
+      elseif not self._leading and leads then -- the same session reconnected ("standard")
+        self._leading = true
+        fire(self, self._leader_callbacks, "on_leader")
       end
       return
     end
     if self._mode ~= "latch" then return end
-    if self._leading and phase ~= "held" then
+    local leads = phase == "held" and not suspended(self)
+    if self._leading and not leads then
       self._leading = false
       fire(self, self._lost_callbacks, "on_lost")
-    elseif not self._leading and phase == "held" then
+    elseif not self._leading and leads then
       self._leading = true
       fire(self, self._leader_callbacks, "on_leader")
     end
@@ -284,8 +311,15 @@ local function run(self, timeout, fn, ...)
     if not ok and not errors.is(got, errors.CancelledError) then error(got, 0) end
     return false -- cancelled (kazoo's run swallows CancelledError)
   end
-  self._leading = true
+  local listener -- "standard": SUSPENDED ends leadership, CONNECTED brings it back
+  if self.error_policy == "standard" then
+    listener = self.client:add_listener(function() self:_sync() end)
+  end
+  self._elected = true
+  self._leading = self._ud:is_held() and not suspended(self)
   local results = compat.pack(pcall(fn, ...))
+  if listener then self.client:remove_listener(listener) end
+  self._elected = false
   self._leading = false
   local released, err = pcall(self.lock.release, self.lock)
   self._mode = nil
@@ -328,8 +362,22 @@ function recipes.Election(client, path, identifier, opts)
                type(identifier) .. ")")
   end
   check.value("Election", identifier, path, "identifier")
+  local policy
+  if type(opts) == "table" and opts.error_policy ~= nil then
+    policy = opts.error_policy
+    if not POLICIES[policy] then
+      check.fail("Election", "error_policy", "option 'error_policy' must be \"standard\" " ..
+                 "or \"session\" (got " .. (type(policy) == "string" and
+                 string.format("%q", policy) or type(policy)) .. ")")
+    end
+    local rest = {}
+    for k, v in pairs(opts) do if k ~= "error_policy" then rest[k] = v end end
+    opts = rest
+  end
   local lock = locks.ElectionLock(client, path, identifier, opts)
+  policy = policy or (lock.layout == "curator" and "standard" or "session")
   local self = setmetatable({ client = client, path = path, identifier = identifier,
+                              error_policy = policy,
                               lock = lock, _ud = lock._lock, _leading = false,
                               _leader_callbacks = {}, _lost_callbacks = {} }, Election)
   lock:on_lost(function() self:_sync() end)
