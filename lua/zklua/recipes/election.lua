@@ -19,6 +19,15 @@
 -- members and Curator LeaderLatch members of one path elect one leader among them; Curator
 -- reads a zklua member's identifier as its participant id.  opts.container as Lock's;
 -- opts.error_policy below.
+-- opts {layout = "curator-selector"}: a member of Curator's LeaderSelector instead, whose
+-- leader holds an InterProcessMutex on the path (`_c_<uuid>-lock-<seq>` holding the
+-- identifier, Curator's getParticipants() ids): run(fn) is its takeLeadership, and
+-- run({requeue = true}, fn) its autoRequeue (after each term, join again at the end of the
+-- queue).  error_policy defaults to "standard" as with "curator" (Curator's
+-- LeaderSelectorListenerAdapter cancels leadership on SUSPENDED and LOST): fn cannot be
+-- interrupted as Curator interrupts takeLeadership, so while SUSPENDED it sees is_leader
+-- false and on_lost runs; it should return (its node is released, and with requeue it
+-- queues again).  Everything else (LOST, timeouts, sharing) is the run form's, below.
 --
 -- * run(fn, ...) -> true, fn's results: blocks until elected, calls fn(...), then releases
 --   leadership, also when fn raises (the error is re-raised after the release).  When cancel()
@@ -84,6 +93,7 @@ local ZCLOSING = core.codes.ZCLOSING
 local Election = { __name = "zklua.Election" }
 
 local POLICIES = { standard = true, session = true }
+local SELECTOR = "curator-selector" -- Curator's LeaderSelector: an InterProcessMutex
 
 -- Whether this member must not count as leader now: its policy makes SUSPENDED an error
 -- (Curator's StandardConnectionStateErrorPolicy) and the connection is not up.
@@ -291,25 +301,16 @@ end
 
 -- ---------------------------------------------------------------- kazoo's API
 
---- run(fn, ...) -> true, fn's results; false when cancelled before being elected.
--- run({timeout = seconds}, fn, ...): TimeoutError when not elected within timeout seconds
--- (its node deleted, fn not called).
-local function run(self, timeout, fn, ...)
-  callback("run", fn)
-  usable(self.client, "run")
-  if self._mode then
-    errors.raise(errors.KazooException, "run: this election is already " ..
-                 (self._mode == "latch" and "started" or "running"), self.path)
-  end
-  self._mode = "run"
+-- One term: waits to be elected (at most timeout seconds), runs fn, gives leadership up.
+-- Returns "cancelled", or "led" and fn's packed results; raises fn's error after the release.
+local function term(self, timeout, fn, ...)
   local ok, got = pcall(self.lock.acquire, self.lock, true, timeout)
   if not ok or not got then
-    self._mode = nil
     if not ok and errors.is(got, errors.LockTimeout) then
       base.raise_timeout(errors.TimeoutError, "run", self.path, timeout, "the election")
     end
     if not ok and not errors.is(got, errors.CancelledError) then error(got, 0) end
-    return false -- cancelled (kazoo's run swallows CancelledError)
+    return "cancelled" -- kazoo's run swallows CancelledError
   end
   local listener -- "standard": SUSPENDED ends leadership, CONNECTED brings it back
   if self.error_policy == "standard" then
@@ -322,22 +323,64 @@ local function run(self, timeout, fn, ...)
   self._elected = false
   self._leading = false
   local released, err = pcall(self.lock.release, self.lock)
-  self._mode = nil
   if not results[1] then error(results[2], 0) end
   if not released then error(err, 0) end
-  return true, compat.unpack(results, 2, results.n)
+  return "led", results
 end
 
+local function run(self, timeout, requeue, fn, ...)
+  callback("run", fn)
+  usable(self.client, "run")
+  if self._mode then
+    errors.raise(errors.KazooException, "run: this election is already " ..
+                 (self._mode == "latch" and "started" or "running"), self.path)
+  end
+  self._mode = "run"
+  local terms = 0
+  while true do
+    local ok, status, results = pcall(term, self, timeout, fn, ...)
+    if not ok then
+      self._mode = nil
+      error(status, 0)
+    end
+    if status == "cancelled" then
+      self._mode = nil
+      if requeue then return terms > 0, terms end
+      return false
+    end
+    terms = terms + 1
+    if not requeue then
+      self._mode = nil
+      return true, compat.unpack(results, 2, results.n)
+    end
+    local usable_ok, why = pcall(usable, self.client, "run") -- the client stopped meanwhile
+    if not usable_ok then
+      self._mode = nil
+      error(why, 0)
+    end
+  end
+end
+
+local RUN_OPTIONS = { timeout = true, requeue = true }
+
+--- run(fn, ...) -> true, fn's results; false when cancelled before being elected.
+-- run({timeout = seconds}, fn, ...): TimeoutError when not elected within timeout seconds
+-- (its node deleted, fn not called).  run({requeue = true}, fn, ...): after each term the
+-- member joins again at the end of the queue (Curator's LeaderSelector.autoRequeue), until
+-- cancel() ends a wait: then true, the number of terms led (false, 0 when none).
 function Election:run(fn, ...)
   if type(fn) == "table" and not check.callable(fn) then
     for key in pairs(fn) do
-      if key ~= "timeout" then
-        check.fail("run", "opts", "unknown option '" .. tostring(key) .. "' (timeout only)")
+      if not RUN_OPTIONS[key] then
+        check.fail("run", "opts", "unknown option '" .. tostring(key) ..
+                   "' (timeout and requeue only)")
       end
     end
-    return run(self, check.timeout("run", fn.timeout), ...)
+    local requeue = fn.requeue
+    if requeue ~= nil then requeue = check.flag("run", requeue, "requeue") end
+    return run(self, check.timeout("run", fn.timeout), requeue, ...)
   end
-  return run(self, nil, fn, ...)
+  return run(self, nil, false, fn, ...)
 end
 
 --- Cancels a run() waiting to be elected (it returns false), or the next run; stops a
@@ -362,6 +405,12 @@ function recipes.Election(client, path, identifier, opts)
                type(identifier) .. ")")
   end
   check.value("Election", identifier, path, "identifier")
+  if type(opts) == "table" and opts.layout ~= nil and opts.layout ~= "kazoo" and
+     opts.layout ~= "curator" and opts.layout ~= SELECTOR then
+    check.fail("Election", "layout", "option 'layout' must be \"kazoo\", \"curator\" or \"" ..
+               SELECTOR .. "\" (got " .. (type(opts.layout) == "string" and
+               string.format("%q", opts.layout) or type(opts.layout)) .. ")")
+  end
   local policy
   if type(opts) == "table" and opts.error_policy ~= nil then
     policy = opts.error_policy
@@ -370,14 +419,20 @@ function recipes.Election(client, path, identifier, opts)
                  "or \"session\" (got " .. (type(policy) == "string" and
                  string.format("%q", policy) or type(policy)) .. ")")
     end
+  end
+  local selector = type(opts) == "table" and opts.layout == SELECTOR
+  if policy or selector then
     local rest = {}
     for k, v in pairs(opts) do if k ~= "error_policy" then rest[k] = v end end
+    if selector then rest.layout = "curator" end
     opts = rest
   end
-  local lock = locks.ElectionLock(client, path, identifier, opts)
+  local lock = (selector and locks.SelectorLock or locks.ElectionLock)(client, path, identifier,
+                                                                        opts)
   policy = policy or (lock.layout == "curator" and "standard" or "session")
   local self = setmetatable({ client = client, path = path, identifier = identifier,
                               error_policy = policy,
+                              layout = selector and SELECTOR or lock.layout,
                               lock = lock, _ud = lock._lock, _leading = false,
                               _leader_callbacks = {}, _lost_callbacks = {} }, Election)
   lock:on_lost(function() self:_sync() end)

@@ -232,6 +232,13 @@ function recipes.ElectionLock(client, path, identifier, opts)
              "Election")
 end
 
+--- The Lock of an Election with layout = "curator-selector": Curator's LeaderSelector,
+--- whose leader holds an InterProcessMutex on the path (opts as the Election's, layout
+--- "curator").
+function recipes.SelectorLock(client, path, identifier, opts)
+  return new("Lock", "exclusive", client, path, identifier, opts, "curator-mutex", "Election")
+end
+
 function recipes.WriteLock(client, path, identifier, extra_lock_patterns)
   return new("WriteLock", "exclusive", client, path, identifier, extra_lock_patterns,
              "curator-write")
