@@ -11,8 +11,8 @@ local support = require "curator.support"
 
 local PATH_NAME = "/one/two/me"
 
-local function latch_of(client, path, id)
-  return client:Election(path, id, { layout = "curator" })
+local function latch_of(client, path, id, error_policy)
+  return client:Election(path, id, { layout = "curator", error_policy = error_policy })
 end
 
 -- waitForALeader: the latches leading once one of them leads (Curator polls 5 times
@@ -71,12 +71,12 @@ describe("TestLeaderLatch", function()
     assert.are.same({}, latch:contenders())
   end)
 
-  it("testSessionErrorPolicy [difference: latch-suspended]", function()
+  it("testSessionErrorPolicy", function()
     local server = h:own_server()
     local node = server:node(1)
     for i = 1, 2 do
-      -- i == 1: Curator's SessionConnectionStateErrorPolicy, the only one zklua has; i == 2:
-      -- its StandardConnectionStateErrorPolicy (the default), where zklua differs
+      -- i == 1: Curator's SessionConnectionStateErrorPolicy (error_policy = "session"); i == 2:
+      -- its StandardConnectionStateErrorPolicy (the default with layout = "curator")
       local is_session_iteration = (i == 1)
       -- Curator's 60 s session: it outlives the restart even on a loaded machine (a shorter
       -- one was seen to expire: LOST instead of RECONNECTED)
@@ -85,7 +85,7 @@ describe("TestLeaderLatch", function()
       states_into(client, states)
       client:start()
       local latch_path = "/test" .. i
-      local latch = latch_of(client, latch_path)
+      local latch = latch_of(client, latch_path, nil, is_session_iteration and "session" or nil)
       latch:on_leader(function() states.add("true") end)
       latch:on_lost(function() states.add("false") end)
       latch:start()
@@ -99,13 +99,14 @@ describe("TestLeaderLatch", function()
         assert.are.equal("RECONNECTED", states.poll(90)) -- within the session
         assert.is_nil(states.poll(1))
       else
-        -- Curator: "false" and SUSPENDED (either order), then RECONNECTED and "true" once it
-        -- elected itself again on the same node.  zklua: the leader stays leader through
-        -- SUSPENDED, as with the session policy
-        assert.are.equal("SUSPENDED", states.poll(10))
+        -- "false" and SUSPENDED (either order), then RECONNECTED and "true" once it elected
+        -- itself again on the same node
+        local next = { states.poll(10), states.poll(10) }
+        table.sort(next)
+        assert.are.same({ "SUSPENDED", "false" }, next)
         node:start()
         assert.are.equal("RECONNECTED", states.poll(90)) -- within the session
-        assert.is_nil(states.poll(1))
+        assert.are.equal("true", states.poll(10))
         assert.is_true(latch.is_leader)
         local after_reset_children = client:get_children(latch_path)
         assert.are.same(before_reset_children, after_reset_children)
@@ -115,7 +116,7 @@ describe("TestLeaderLatch", function()
     end
   end)
 
-  it("testErrorPolicies [difference: latch-suspended]", function()
+  it("testErrorPolicies", function()
     local server = h:own_server()
     local client = h:client({ hosts = server.hosts, timeout = 2, start = false })
     local states = queue(client)
@@ -128,12 +129,11 @@ describe("TestLeaderLatch", function()
     assert.are.equal("CONNECTED", states.poll(10))
     assert.are.equal("true", states.poll(10))
     server:stop()
-    -- Curator's standard policy: SUSPENDED and "false" (either order), then LOST.  zklua:
-    -- SUSPENDED, then LOST and "false" (either order): the session policy's sequence, below
-    assert.are.equal("SUSPENDED", states.poll(10))
+    -- the standard policy: SUSPENDED and "false" (either order), then LOST
     local next = { states.poll(10), states.poll(10) }
     table.sort(next)
-    assert.are.same({ "LOST", "false" }, next)
+    assert.are.same({ "SUSPENDED", "false" }, next)
+    assert.are.equal("LOST", states.poll(10))
     latch:stop()
     client:close()
     states.items = {}
@@ -143,7 +143,7 @@ describe("TestLeaderLatch", function()
     states = queue(client)
     states_into(client, states)
     client:start()
-    latch = latch_of(client, "/test")
+    latch = latch_of(client, "/test", nil, "session") -- SessionConnectionStateErrorPolicy
     latch:on_leader(function() states.add("true") end)
     latch:on_lost(function() states.add("false") end)
     latch:start()
