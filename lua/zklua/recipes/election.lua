@@ -293,7 +293,9 @@ function Election:on_leader(fn)
   return fn
 end
 
---- on_lost(fn): fn(election) runs when leadership is lost with the session (LOST).
+--- on_lost(fn): fn(election) runs when leadership is lost: with the session (LOST), or, under
+-- error_policy "standard", with the connection (SUSPENDED; on_leader runs again if the same
+-- session reconnects).
 function Election:on_lost(fn)
   self._lost_callbacks[#self._lost_callbacks + 1] = callback("on_lost", fn)
   return fn
