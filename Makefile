@@ -57,7 +57,8 @@ SAN_OBJ   := $(patsubst src/%.c,build/asan/obj/%.o,$(CORE_SRC) $(LUA_SRC) src/cl
 SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec/fuzz_spec.lua \
              spec/lock_spec.lua spec/session_spec.lua spec/connection_retry_spec.lua \
              spec/counter_backoff_spec.lua spec/waker_spec.lua spec/service_discovery_spec.lua \
-             spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua spec/window_spec.lua
+             spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua spec/window_spec.lua \
+             spec/sasl_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
         valgrind soak docs chaos test-fast test-scale test-repeat test-partition kazoo-parity curator-parity fuzz-long \
@@ -180,7 +181,7 @@ SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum en
               tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
               docs every_wait_ends logging partition curator_interop curator_semaphore \
-              persistent_node curator_discovery curator_parity tls))
+              persistent_node curator_discovery curator_parity tls sasl))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all
 	scripts/run-specs $(FAST_SPECS)

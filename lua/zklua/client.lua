@@ -37,6 +37,7 @@ local hosts_mod = require "zklua.hosts"
 local Future = require "zklua.future"
 local Retry = require "zklua.retry"
 local tls = require "zklua.tls"
+local sasl = require "zklua.sasl"
 local blocking = require "zklua.handlers.blocking"
 
 local Client = {}
@@ -53,6 +54,8 @@ local CLIENT_OPTIONS = {
   -- kazoo's TLS options (zklua.tls)
   use_ssl = "boolean", certfile = "string", keyfile = "string", keyfile_password = "string",
   ca = "string", verify_certs = "boolean",
+  -- kazoo's SASL options (zklua.sasl)
+  sasl_options = "table",
 }
 
 local LOG_LEVELS = { NONE = 0, ERROR = 1, WARN = 2, WARNING = 2, INFO = 3, DEBUG = 4 }
@@ -243,11 +246,13 @@ function Client.new(arg)
     check.fail("client", "client_id", "client_id must be {session_id, password} as " ..
                "zk:client_id() returns them")
   end
+  local sasl_params = sasl.params(opts) -- first: it refuses use_ssl with sasl_options
+  self._sasl = sasl_params and sasl.describe(sasl_params)
   local tls_cert = tls.cert_string(opts)
   self.use_ssl = tls_cert ~= nil
   self._session = core.session(connect_order(hosts, randomize), math.floor(timeout * 1000 + 0.5),
                                opts.read_only == true, resume and session_hex(resume[1]),
-                               resume and resume[2], log_level, tls_cert)
+                               resume and resume[2], log_level, tls_cert, sasl_params)
   if window then self._session:set_window(math.tointeger and math.tointeger(window) or window) end
   if r then
     self._session:set_connection_retry(r.max_tries, r.delay, r.backoff, r.max_jitter,
@@ -453,7 +458,9 @@ function Client:start(timeout)
   end
   if self.client_state == "AUTH_FAILED" then
     self:stop()
-    errors.raise(errors.AuthFailedError, "the server refused the client's auth_data")
+    errors.raise(errors.AuthFailedError, self._sasl and "the server refused the client's " ..
+                 self._sasl .. " (wrong password, or a user the server does not know)" or
+                 "the server refused the client's auth_data")
   end
   if not connected then
     local tls_failure = self._session and self._session:last_tls_failure()

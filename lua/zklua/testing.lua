@@ -20,6 +20,10 @@
 --                                              -- tls = {client_auth = "want", server_certificate
 --                                              -- = "expired"}: see make_tls
 --
+--   local s = testing.server({ sasl = { users = { bob = "secret" } } }) -- SASL DIGEST-MD5
+--   local zk = zklua.client{ hosts = s.hosts, sasl_options = { mechanism = "DIGEST-MD5",
+--                            username = "bob", password = "secret" } }
+--
 --   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
 --   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
 --                                              -- p:drop(), p:resume() (zklua.testing.proxy)
@@ -161,6 +165,9 @@ function Node:_config()
       "ssl.clientAuth=" .. t.client_auth,
     }) do lines[#lines + 1] = line end
   end
+  if c.sasl then -- SASL: a client that authenticates has the sasl: identity of its user
+    lines[#lines + 1] = "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+  end
   for _, line in ipairs(c.config or {}) do lines[#lines + 1] = line end
   if c.read_only then
     lines[#lines + 1] = "localSessionsEnabled=true"
@@ -205,6 +212,9 @@ function Node:start(timeout)
   -- a minute late; 5 ticks keep a healed or restarted node's return within about a second.
   props = props .. string.format("-Dzookeeper.fastleader.maxNotificationInterval=%d ",
                                  5 * self.cluster.tick_time)
+  if self.cluster.sasl then
+    props = props .. "-Djava.security.auth.login.config=" .. shell_quote(self.cluster.sasl.jaas) .. " "
+  end
   local java_opts = JAVA_OPTS
   if self.cluster.heap then java_opts = java_opts:gsub("%-Xmx%S+", "-Xmx" .. self.cluster.heap) end
   local cmd = string.format("java %s %s-Dzookeeper.extendedTypesEnabled=true " ..
@@ -389,6 +399,31 @@ local function make_tls(dir, opts)
   return { files = files, keystore = keystore, client_auth = opts.client_auth or "need" }
 end
 
+-- The JAAS file of a cluster started with the sasl option (sasl = {users = {name =
+-- password, ...}}): ZooKeeper's DigestLoginModule, the server side of SASL DIGEST-MD5, with
+-- those users.
+local function write_jaas(path, users)
+  local lines, names = { "Server {", "  org.apache.zookeeper.server.auth.DigestLoginModule required" },
+                       {}
+  for name in pairs(users) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    assert(tostring(name):match("^[%w_%-]+$") and not tostring(users[name]):find('["\\\n]'),
+           "sasl users: names of letters, digits, _ and -; passwords without quotes")
+    lines[#lines + 1] = string.format('  user_%s="%s"', name, users[name])
+  end
+  lines[#lines] = lines[#lines] .. ";"
+  lines[#lines + 1] = "};"
+  write_file(path, table.concat(lines, "\n") .. "\n")
+end
+
+local function make_sasl(dir, opts)
+  local users = assert(type(opts) == "table" and opts.users, "sasl = {users = {name = password}}")
+  local sasl = { jaas = dir .. "/jaas.conf", users = users }
+  write_jaas(sasl.jaas, users)
+  return sasl
+end
+
 local function new_cluster(size, opts)
   opts = opts or {}
   local dir = make_temp_dir()
@@ -398,6 +433,7 @@ local function new_cluster(size, opts)
                                  config = opts.config },
                                Cluster)
   if opts.tls then cluster.tls = make_tls(dir, opts.tls) end
+  if opts.sasl then cluster.sasl = make_sasl(dir, opts.sasl) end
   local taken = {}
   for i = 1, size do
     local ports = free_ports(cluster.tls and 4 or 3, taken)
@@ -484,6 +520,14 @@ function Cluster:ssl_client_configuration()
   end
   return { client_key = text(files.keyfile), client_cert = text(files.certfile),
            ca_cert = text(files.ca) }
+end
+
+--- A SASL cluster's users and passwords from now on (sasl = {users = ...}): the JAAS file
+-- anew, read by each node at its next start (node:stop(), node:start()).
+function Cluster:set_sasl_users(users)
+  local sasl = assert(self.sasl, "this cluster was started without the sasl option")
+  write_jaas(sasl.jaas, users)
+  sasl.users = users
 end
 
 --- Hosts string with a chroot appended, e.g. cluster:hosts_with("/app").

@@ -57,15 +57,19 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
 zkl_session *zkl_session_new(const zkl_session_options *o)
 {
     zkl_session *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        zkl_sasl_free(o->sasl);
         return NULL;
+    }
     /* The library connects to the hosts in the order given: the client shuffles them itself
      * unless asked not to (kazoo's randomize_hosts, lua/zklua/client.lua).  A process-wide
      * setting of the library, the same for every session. */
     zoo_deterministic_conn_order(1);
     s->hosts = strdup(o->hosts);
     s->tls_cert = o->tls_cert ? strdup(o->tls_cert) : NULL;
+    s->sasl = o->sasl;
     if (!s->hosts || (o->tls_cert && !s->tls_cert) || zkl_queue_init(&s->queue) != 0) {
+        zkl_sasl_free(s->sasl);
         free(s->tls_cert);
         free(s->hosts);
         free(s);
@@ -73,6 +77,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     }
     if (zkl_timers_init(&s->timers, &s->queue) != 0) {
         zkl_queue_destroy(&s->queue);
+        zkl_sasl_free(s->sasl);
         free(s->tls_cert);
         free(s->hosts);
         free(s);
@@ -81,6 +86,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts, o->timeout_ms) != 0) {
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
+        zkl_sasl_free(s->sasl);
         free(s->tls_cert);
         free(s->hosts);
         free(s);
@@ -90,6 +96,7 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
         zkl_reconnect_destroy(&s->reconnect);
         zkl_timers_destroy(&s->timers);
         zkl_queue_destroy(&s->queue);
+        zkl_sasl_free(s->sasl);
         free(s->tls_cert);
         free(s->hosts);
         free(s);
@@ -108,7 +115,8 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     return s;
 }
 
-/* zookeeper_init2, or zookeeper_init_ssl for a TLS session.  The latter takes no log
+/* zookeeper_init2, zookeeper_init_sasl for a SASL session, or zookeeper_init_ssl for a TLS
+ * session.  The latter takes no log
  * callback: it is set once the handle exists, and a line logged before that (only an ERROR
  * can be: the process-wide level) goes to the library's stream, pointed at /dev/null, never
  * to stderr (this copy of the library is zklua's own: linked into it statically). */
@@ -126,6 +134,11 @@ static zhandle_t *open_library_handle(zkl_session *s, const clientid_t *resume,
             zoo_set_log_callback(zh, log_line);
         return zh;
     }
+#endif
+#ifdef ZKL_HAVE_SASL
+    if (s->sasl)
+        return zookeeper_init_sasl(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
+                                   log_line, zkl_sasl_params(s->sasl));
 #endif
     return zookeeper_init2(s->hosts, on_session_event, s->timeout_ms, resume, hc, flags,
                            log_line);
@@ -351,6 +364,7 @@ void zkl_session_free(zkl_session *s)
     zkl_log_sink_destroy(&s->log);
     zkl_reconnect_destroy(&s->reconnect);
     free(s->read_buffer);
+    zkl_sasl_free(s->sasl);
     free(s->tls_cert);
     free(s->hosts);
     free(s);

@@ -35,6 +35,10 @@ typedef struct zkl_session_options {
     /* NULL: plaintext.  Else TLS with zookeeper_init_ssl's "ca,cert,key[,password]" (tls.h:
      * check the files with zkl_tls_check() first); only with ZKL_HAVE_TLS (features.h). */
     const char *tls_cert;
+    /* NULL: no SASL.  Else SASL credentials (sasl.h) for zookeeper_init_sasl, owned by the
+     * session from zkl_session_new() on, even when it fails; never with tls_cert (the C client
+     * has no call for both). */
+    struct zkl_sasl *sasl;
 } zkl_session_options;
 
 zkl_session *zkl_session_new(const zkl_session_options *options); /* NULL when out of memory */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "queue.h"
 #include "reconnect.h"
+#include "sasl.h"
 #include "session.h"
 #include "timers.h"
 #include "watch_routes.h"
@@ -29,6 +30,7 @@ typedef struct zkl_auth {
 struct zkl_session {
     char *hosts;
     char *tls_cert;           /* zookeeper_init_ssl's cert string, or NULL: plaintext */
+    zkl_sasl *sasl;           /* SASL credentials (sasl.h), or NULL: none */
     int timeout_ms;
     int read_only;
     int resume;

@@ -19,6 +19,7 @@
 
 #include "../core/log.h"
 #include "../core/ops.h"
+#include "../core/sasl.h"
 #include "../core/session.h"
 #include "convert.h"
 #include "session_binding.h"
@@ -91,8 +92,10 @@ static int push_op_id(lua_State *L, uint64_t id)
     return 1;
 }
 
-/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd [, log_level [, tls_cert]]])
- * tls_cert: zookeeper_init_ssl's "ca,cert,key[,password]" (checked by core.tls_check first) */
+/* session(hosts, timeout_ms, read_only [, session_id_hex, passwd [, log_level [, tls_cert
+ *         [, sasl]]]])
+ * tls_cert: zookeeper_init_ssl's "ca,cert,key[,password]" (checked by core.tls_check first);
+ * sasl: {mechanism, service, host (or nil), username, password} (zklua.sasl checks them) */
 static int session_new(lua_State *L)
 {
     zkl_session_options o;
@@ -120,6 +123,26 @@ static int session_new(lua_State *L)
     if (o.tls_cert)
         return luaL_argerror(L, 7, "this ZooKeeper C client has no TLS");
 #endif
+    if (!lua_isnoneornil(L, 8)) {
+        luaL_checktype(L, 8, LUA_TTABLE);
+        if (o.tls_cert)
+            return luaL_argerror(L, 8, "SASL and TLS together: the C client has no call for both");
+        const char *field[5] = {"mechanism", "service", "host", "username", "password"};
+        const char *value[5];
+        for (int i = 0; i < 5; i++) {
+            lua_getfield(L, 8, field[i]);
+            size_t len = 0;
+            value[i] = lua_tolstring(L, -1, &len);
+            lua_pop(L, 1); /* the table keeps the string */
+            if (i != 2 && (!value[i] || strlen(value[i]) != len))
+                return luaL_argerror(L, 8, "sasl: mechanism, service, username and password "
+                                           "must be strings without NUL bytes");
+        }
+        char why[256];
+        o.sasl = zkl_sasl_new(value[0], value[1], value[2], value[3], value[4], why, sizeof why);
+        if (!o.sasl)
+            return luaL_error(L, "sasl: %s", why);
+    }
     session_box *box = lua_newuserdatauv(L, sizeof *box, 0);
     box->session = NULL;
     luaL_setmetatable(L, SESSION_METATABLE);
