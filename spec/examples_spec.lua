@@ -83,6 +83,16 @@ describe("examples", function()
     end
   end)
 
+  it("sasl.lua connects with SASL DIGEST-MD5 to a server of its own", function()
+    local ok, out = run_example("sasl.lua", server.hosts)
+    if require("zklua").build.sasl then
+      assert.is_true(ok, out)
+      assert.matches("hello\nfalse\tNoAuthError", out, 1, true)
+    else -- a build without SASL says how to get one
+      assert.matches("ZK_CLIENT=source", out, 1, true)
+    end
+  end)
+
   it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
     local ok, out = run_example("cqueues.lua", server.hosts)
     assert.is_true(ok, out)
