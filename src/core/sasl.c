@@ -88,7 +88,7 @@ zkl_sasl *zkl_sasl_new(const char *mechanism, const char *service, const char *h
         sasl->service = copy(service);
         sasl->host = copy(host);
         sasl->user = copy(user);
-        sasl->secret = malloc(sizeof *sasl->secret + plen);
+        sasl->secret = calloc(1, sizeof *sasl->secret + plen);
     }
     if (!sasl || !sasl->mechanism || !sasl->service || (host && !sasl->host) || !sasl->user ||
         !sasl->secret) {
