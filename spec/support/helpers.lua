@@ -133,28 +133,36 @@ function helpers.replies_queued(session, timeout, what)
   end
 end
 
---- A recipe held through a server outage is released while the server is down (lock,
+--- A recipe held through an outage is released while the server is out of reach (lock,
 --- semaphore): the release returns at once and the holder's node (node_of(recipe), a full
 --- path) goes once the server is back; the recipe is usable again.  make(zk) makes the recipe
---- on a client with an 8 s session timeout (one the server's stop surely fits in: a connection
+--- on a client with an 8 s session timeout that reaches server's node through a fault proxy
+--- (zklua.testing.proxy): the outage is the proxy refusing connections and dropping the live
+--- one, not a server stop (a stop on a loaded machine could outlast the session: a connection
 --- down for a whole session timeout is a LOST, and the holder would have lost it before the
---- release); observer is a client of the same server (a single-node ensemble).
+--- release).  observer is a client of the server itself (a single-node ensemble).
 function helpers.release_while_down(server, observer, make, node_of)
-  local zk = zklua.client{ hosts = server.hosts, timeout = 8 }
-  zk:start()
-  local recipe = make(zk)
-  assert.is_true(recipe:acquire())
-  local node = node_of(recipe)
-  server:node(1):stop()
-  testing.wait_for(function() return zk.state ~= "CONNECTED" end, 10, "the disconnection")
-  assert.is_true(recipe.is_acquired)
-  assert.is_true(recipe:release())
-  assert.is_false(recipe.is_acquired)
-  server:node(1):start()
-  testing.wait_for(function() return observer.state == "CONNECTED" end, 30, "reconnection")
-  helpers.eventually(function() return observer:exists(node) == nil end, 30, "the node to go")
-  assert.is_true(recipe:acquire(true, 30)) -- and it is usable again
+  local proxy = testing.proxy(server:node(1))
+  local zk = zklua.client{ hosts = proxy.hosts, timeout = 8 }
+  local ok, err = pcall(function()
+    zk:start()
+    local recipe = make(zk)
+    assert.is_true(recipe:acquire())
+    local node = node_of(recipe)
+    proxy:refuse(true)
+    proxy:drop()
+    testing.wait_for(function() return zk.state ~= "CONNECTED" end, 10, "the disconnection")
+    assert.is_true(recipe.is_acquired)
+    assert.is_true(recipe:release())
+    assert.is_false(recipe.is_acquired)
+    proxy:refuse(false)
+    testing.wait_for(function() return zk.state == "CONNECTED" end, 30, "reconnection")
+    helpers.eventually(function() return observer:exists(node) == nil end, 30, "the node to go")
+    assert.is_true(recipe:acquire(true, 30)) -- and it is usable again
+  end)
   zk:close()
+  proxy:stop()
+  if not ok then error(err, 0) end
 end
 
 --- testing.expire_session (it expires the session at its first call: the client's
