@@ -152,6 +152,30 @@ describe("PartitionAllocator", function()
       assert_safe()
     end)
 
+    it("members joining in a burst get one assignment, not one each (settle)", function()
+      local set = items(12)
+      local SETTLE = 3 -- seconds: the joins below come milliseconds apart
+      local ma = member(a, "A", { settle = SETTLE })
+      local started = core.monotonic()
+      assert.is_true(ma:start(set))
+      settle(ma)
+      -- a new leader waits one window before its first assignment too
+      assert.is_true(core.monotonic() - started >= SETTLE)
+      assert.are.equal(12, #ma.allocation)
+      local first = ma.generation
+      local extra = { helpers.clients(server.hosts, 3) }
+      local joined = {}
+      for i, zk in ipairs(extra) do joined[i] = member(zk, "J" .. i, { settle = SETTLE }) end
+      for _, m in ipairs(joined) do assert.is_true(m:start()) end
+      settle(ma, table.unpack(joined))
+      assert.are.equal(first + 1, ma.generation) -- one assignment for the three joins
+      assert_divided(set, ma, table.unpack(joined))
+      for _, m in ipairs(joined) do assert.are.equal(3, #m.allocation) end
+      for _, m in ipairs(joined) do m:stop() end
+      for _, zk in ipairs(extra) do zk:close() end
+      assert_safe()
+    end)
+
     it("on_rebalance reports what was gained and lost, what moved, and the generation", function()
       local calls = {}
       local function on_rebalance(new, old, info)
@@ -433,6 +457,7 @@ describe("PartitionAllocator", function()
       assert.are.equal(6, #mb.allocation)
       assert.is_nil(seen) -- B follows; only the leader computes
       ma:stop()
+      settle(mb) -- B leads and owns all 8 (after a settle window)
       mb:add_partitions({ "x" })
       settle(mb)
       assert.are.same({ B = 3 }, seen.weights)
@@ -623,6 +648,10 @@ describe("PartitionAllocator", function()
       bad("weight", { path = path, weight = math.huge })
       bad("rejoin", { path = path, rejoin = "yes" })
       bad("strategy_timeout", { path = path, strategy_timeout = 0 })
+      bad("settle", { path = path, settle = -0.1 })
+      bad("settle", { path = path, settle = math.huge })
+      bad("settle", { path = path, settle = 3601 })
+      bad("settle", { path = path, settle = "0.1" })
 
       local m = a:PartitionAllocator{ path = path, identifier = "A" }
       local function bad_call(argument, fn, ...)

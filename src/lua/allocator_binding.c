@@ -7,6 +7,7 @@
  *   a:phase() -> "idle" | "joining" | "running" | "leaving";  a:rc(), a:ready(), a:fresh(),
  *   a:settled() (zkl_allocator_settled),
  *   a:is_leader(), a:id(), a:inflight(), a:publish_rc(), a:epoch()
+ *   a:set_settle(ms) (zkl_allocator_set_settle)
  *   a:take() -> acquired items, their tokens, items to release, items lost, compute epoch|nil
  *   a:released(item) -> true when that item was being released
  *   a:members() -> sorted identifiers, {identifier -> weight}
@@ -101,6 +102,15 @@ ZKL_RECIPE_INTEGER(allocator_id, check_allocator, zkl_allocator_id)
 ZKL_RECIPE_INTEGER(allocator_inflight, check_allocator, zkl_allocator_inflight)
 ZKL_RECIPE_INTEGER(allocator_publish_rc, check_allocator, zkl_allocator_publish_rc)
 ZKL_RECIPE_INTEGER(allocator_epoch, check_allocator, zkl_allocator_epoch)
+
+static int allocator_set_settle(lua_State *L)
+{
+    zkl_allocator *a = check_allocator(L);
+    lua_Integer ms = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, ms >= 0 && ms <= 3600000, 2, "settle must be 0 to 3600000 ms");
+    zkl_allocator_set_settle(a, (long)ms);
+    return 0;
+}
 
 static void push_strings(lua_State *L, char **list, size_t n)
 {
@@ -498,6 +508,7 @@ static const luaL_Reg allocator_methods[] = {
     {"inflight", allocator_inflight},
     {"publish_rc", allocator_publish_rc},
     {"epoch", allocator_epoch},
+    {"set_settle", allocator_set_settle},
     {"take", allocator_take},
     {"released", allocator_released},
     {"members", allocator_members},

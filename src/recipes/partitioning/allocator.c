@@ -17,8 +17,10 @@
 #include <string.h>
 
 #include "../../core/acl.h"
+#include "../../core/clock.h"
 #include "../../core/ops.h"
 #include "../../core/path.h"
+#include "../../core/timers.h"
 #include "allocator_private.h"
 #include "../common.h"
 
@@ -378,7 +380,40 @@ static int compute_needed(const zkl_allocator *a)
 {
     return a->phase == ZKL_ALLOCATOR_RUNNING && a->leader && a->members_loaded &&
            a->partitions.loaded && a->assignment_node.loaded && a->epoch != a->answered_epoch &&
-           a->epoch != a->asked_epoch && !a->publish_data && !a->publish_op;
+           a->epoch != a->asked_epoch && !a->publish_data && !a->publish_op && !a->settle_timer;
+}
+
+/* ---------------------------------------------------------------- the settle window */
+
+/* A leader computes once the members have been still for settle_ms: members that join (or
+ * leave) in a burst get one assignment, not one each, so an item changes owner about once
+ * instead of about ln(members) times.  Each change re-arms the window, up to
+ * SETTLE_MAX_WINDOWS windows after the first change, so a group that never stops changing
+ * still gets an assignment that often.  Only a leader (or a member becoming one) arms it:
+ * followers start no timer thread. */
+enum { SETTLE_MAX_WINDOWS = 50 };
+
+static void on_settle_route(zkl_session *s, const zkl_event *ev, void *ctx);
+
+static void settle_cancel(zkl_allocator *a)
+{
+    if (a->settle_timer && a->s)
+        zkl_session_cancel_timer(a->s, a->settle_timer);
+    a->settle_timer = 0;
+}
+
+static void settle_window(zkl_allocator *a)
+{
+    if (a->settle_ms <= 0 || !a->s || a->orphaned)
+        return;
+    long long now = zkl_monotonic_ms();
+    if (!a->settle_timer)
+        a->settle_since = now;
+    else if (now - a->settle_since >= SETTLE_MAX_WINDOWS * a->settle_ms)
+        return; /* long enough: the armed window ends as it is */
+    settle_cancel(a);
+    zkl_route route = {on_settle_route, a};
+    a->settle_timer = zkl_session_add_timer(a->s, a->settle_ms, &route); /* 0: no window */
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -570,8 +605,12 @@ void zkl_alloc_update(zkl_allocator *a)
     } else if (a->phase != ZKL_ALLOCATOR_RUNNING && a->phase != ZKL_ALLOCATOR_JOINING)
         zkl_claims_clear_target(a);
     int leader = a->phase == ZKL_ALLOCATOR_RUNNING && oldest_member_is_us(a);
-    if (leader && !a->leader)
+    if (leader && !a->leader) {
         a->epoch++; /* a new leader looks at everything afresh */
+        settle_window(a);
+    } else if (!leader) {
+        settle_cancel(a);
+    }
     a->leader = leader;
     zkl_claims_reconcile(a);
     send_needed(a);
@@ -692,6 +731,8 @@ static void compose_members(zkl_allocator *a)
         a->member_count = n;
         a->epoch++;
         a->view++;
+        if (a->leader)
+            settle_window(a);
     } else {
         free_members(list, n);
     }
@@ -1234,6 +1275,19 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
     maybe_destroy(a);
 }
 
+/* The settle window ended: the leader may compute.  (Timers are not counted in inflight: a
+ * pending one is taken back whenever the allocator lets go of its session or is freed.) */
+static void on_settle_route(zkl_session *s, const zkl_event *ev, void *ctx)
+{
+    (void)s;
+    zkl_allocator *a = ctx;
+    if (ev->kind != ZKL_EV_TIMER || ev->id != a->settle_timer)
+        return;
+    a->settle_timer = 0;
+    zkl_alloc_update(a);
+    maybe_destroy(a);
+}
+
 void zkl_alloc_after_item_event(zkl_allocator *a)
 {
     settle(a);
@@ -1282,6 +1336,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
 
 static void destroy(zkl_allocator *a)
 {
+    settle_cancel(a);
     if (a->s && a->listening)
         zkl_session_remove_state_listener(a->s, on_state, a);
     zkl_claims_free_all(a);
@@ -1385,6 +1440,7 @@ void zkl_allocator_free(zkl_allocator *a)
 
 void zkl_allocator_forget_session(zkl_allocator *a)
 {
+    a->settle_timer = 0; /* the session dropped its timers */
     zkl_claims_free_all(a);
     forget_group(a);
     free_all_members(a);
@@ -1438,6 +1494,7 @@ int zkl_allocator_leave(zkl_allocator *a)
     a->phase = ZKL_ALLOCATOR_LEAVING;
     a->member_gone = 0;
     a->leader = 0;
+    settle_cancel(a);
     drop_publish(a);
     zkl_alloc_update(a);
     return 0;
@@ -1446,6 +1503,13 @@ int zkl_allocator_leave(zkl_allocator *a)
 zkl_allocator_phase zkl_allocator_phase_of(const zkl_allocator *a) { return a->phase; }
 int zkl_allocator_rc(const zkl_allocator *a) { return a->rc; }
 int zkl_allocator_is_leader(const zkl_allocator *a) { return a->leader; }
+
+void zkl_allocator_set_settle(zkl_allocator *a, long settle_ms)
+{
+    a->settle_ms = settle_ms > 0 ? settle_ms : 0;
+    if (!a->settle_ms)
+        settle_cancel(a);
+}
 uint64_t zkl_allocator_id(const zkl_allocator *a) { return a->id; }
 long zkl_allocator_inflight(const zkl_allocator *a) { return a->inflight; }
 int zkl_allocator_publish_rc(const zkl_allocator *a) { return a->publish_rc; }

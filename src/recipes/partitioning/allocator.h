@@ -25,7 +25,8 @@
  *   weights, so this needs no extra nodes, and leadership passes in the same watch event as
  *   the membership change that causes it, with no lock to follow.)  When anything
  *   it follows changes (or it becomes leader, or zkl_allocator_touch()), it asks its owner
- *   for an assignment (news.compute = the inputs' epoch) and publishes the answer
+ *   for an assignment (news.compute = the inputs' epoch; after the members' settle window,
+ *   zkl_allocator_set_settle, when they changed or it just became leader) and publishes the answer
  *   (zkl_allocator_publish) unless it equals the current one.  Two members that both believe
  *   they lead for a moment write by compare-and-set, so each write is a whole assignment.
  * - Every member claims the items the newest assignment gives it by creating their owner
@@ -117,6 +118,11 @@ int zkl_allocator_fresh(const zkl_allocator *a);
  * change of members, set or assignment (then O(items log items)). */
 int zkl_allocator_settled(zkl_allocator *a);
 int zkl_allocator_is_leader(const zkl_allocator *a);
+/* The settle window (0, the default: none): a leader computes an assignment only once the
+ * members have been still for settle_ms, re-armed by each change up to 50 windows after the
+ * first, so a burst of joins or leaves costs one assignment and items change owner about once.
+ * A new leader waits one window too.  Only a leader arms the session timer (timers.h). */
+void zkl_allocator_set_settle(zkl_allocator *a, long settle_ms);
 uint64_t zkl_allocator_id(const zkl_allocator *a); /* the notify target */
 long zkl_allocator_inflight(const zkl_allocator *a);
 int zkl_allocator_publish_rc(const zkl_allocator *a); /* the last failed publish, or ZOK */

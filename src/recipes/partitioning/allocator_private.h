@@ -154,6 +154,9 @@ struct zkl_allocator {
 
     /* leading */
     uint64_t epoch, asked_epoch, answered_epoch;
+    long settle_ms;            /* the members' settle window (0: none) */
+    uint64_t settle_timer;     /* armed: the leader does not compute yet */
+    long long settle_since;    /* when the window opened (zkl_monotonic_ms) */
     char *publish_data;        /* a publish waiting for CONNECTED */
     size_t publish_len;
     int publish_version;       /* -1: create */

@@ -38,6 +38,9 @@
 --   compare-and-set, so readers never see a torn set; only when every live member reads
 --   format 2 (else a KazooException names the members to upgrade, before anything is
 --   written).  A set that fits again is written as one znode again.
+-- * settle (seconds, default 0.1; 0: none): the leader assigns once the members have been
+--   still that long (re-armed by each change, for at most 50 windows), so members joining or
+--   leaving in a burst cost one assignment, and an item changes owner about once.
 -- * Timeouts: start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
 --   most timeout seconds (default: the client's timeout): start and stop then raise
 --   TimeoutError (the leave goes on in the background), wait_settled returns false.  Every
@@ -65,7 +68,7 @@ local OPTIONS = {
   path = "string", identifier = "string", allocator_fn = "function", strategy = "any",
   on_rebalance = "function", on_acquire = "function", on_release = "function",
   max_reaction_time = "number", weight = "number", rejoin = "boolean",
-  strategy_timeout = "number",
+  strategy_timeout = "number", settle = "number",
 }
 
 local NAME = "PartitionAllocator"
@@ -725,12 +728,17 @@ function recipes.PartitionAllocator(client, opts)
   local weight = number_option(NAME, opts.weight, "weight", 1, true)
   local strategy_timeout = number_option(NAME, opts.strategy_timeout, "strategy_timeout", 10,
                                          true)
+  local settle = number_option(NAME, opts.settle, "settle", 0.1)
+  if settle > 3600 then
+    check.fail(NAME, "settle", "settle must be at most 3600 seconds (got " .. settle .. ")")
+  end
   local session = usable(client, NAME)
   local ud = core.allocator(session, path, identifier, weight, opts.rejoin ~= false,
                             client:_acl())
+  ud:set_settle(math.floor(settle * 1000 + 0.5))
   local self = setmetatable({
     client = client, path = path, identifier = identifier, weight = weight,
-    rejoin = opts.rejoin ~= false, max_reaction_time = max_reaction_time,
+    rejoin = opts.rejoin ~= false, max_reaction_time = max_reaction_time, settle = settle,
     strategy_timeout = strategy_timeout, on_rebalance = opts.on_rebalance,
     on_acquire = opts.on_acquire, on_release = opts.on_release,
     _strategy = strategy, _ud = ud, _owned = {},
