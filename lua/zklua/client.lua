@@ -1280,9 +1280,10 @@ function Client:Barrier(path)
   return require("zklua.recipes.barrier").Barrier(self, path)
 end
 
---- A kazoo DoubleBarrier: enter and leave together with num_clients members.
-function Client:DoubleBarrier(path, num_clients, identifier)
-  return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier)
+--- A kazoo DoubleBarrier: enter and leave together with num_clients members.  opts (4th or 3rd
+-- argument): {layout = "kazoo" | "curator"} (Curator's DistributedDoubleBarrier).
+function Client:DoubleBarrier(path, num_clients, identifier, opts)
+  return require("zklua.recipes.barrier").DoubleBarrier(self, path, num_clients, identifier, opts)
 end
 
 --- A kazoo Queue (zklua.recipes.queue): put/put_all with priorities, get() -> value or nil.

@@ -2,6 +2,11 @@
 -- scripts/curator-inventory from apache/curator tag apache-curator-5.4.0 (Debian 12's Curator);
 -- do not edit by hand.
 return {
+  ["TestDistributedDoubleBarrier"] = {
+    { false, "testMultiClient" },
+    { false, "testOverSubscribed" },
+    { false, "testBasic" },
+  },
   ["TestInterProcessMutex"] = {
     { false, "testWithSchema" },
     { false, "testRevoking" },

@@ -2,8 +2,8 @@
  * barrier_binding.c — the zklua.core barrier userdata: a thin wrapper over
  * src/recipes/barrier.c (Barrier waits and DoubleBarrier members).
  *
- *   core.barrier(session, path, num_clients, identifier, acl) -> barrier  (num_clients 0:
- *     a Barrier)
+ *   core.barrier(session, path, num_clients, identifier, acl, layout) -> barrier  (num_clients
+ *     0: a Barrier; layout "kazoo" (default) | "curator": DistributedDoubleBarrier's)
  *   barrier:start("wait" | "enter" | "leave") -> true, or nil and "busy" | "closed"
  *   barrier:give_up()
  *   barrier:busy(), barrier:outcome() -> "pending" | "done" | "gave_up" | "failed", rc
@@ -43,9 +43,13 @@ static int barrier_new(lua_State *L)
     if (len > 0x7fffffff)
         return luaL_argerror(L, 4, "identifier too large");
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 5, "acl");
+    static const char *const layouts[] = {"kazoo", "curator", NULL};
+    int layout = luaL_checkoption(L, 6, "kazoo", layouts);
     zkl_recipe_box *box = zkl_recipe_box_new(L, &BARRIER_TYPE, sizeof *box);
     return zkl_recipe_box_set(L, &BARRIER_TYPE, box,
-                              zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl), slot);
+                              zkl_barrier_new(*slot, path, (int)n, data, (int)len, acl,
+                                              (zkl_barrier_layout)layout),
+                              slot);
 }
 
 static int barrier_start(lua_State *L)

@@ -22,7 +22,7 @@ typedef enum {
     S_CREATE_OWN, S_ENSURE, S_EXISTS_READY, S_CHILDREN_ENTER, S_CREATE_READY, S_WAIT_READY,
     /* leave */
     S_DELETE_READY, S_CHILDREN_LEAVE, S_DELETE_OWN_LAST, S_DELETE_OWN, S_EXISTS_OTHER,
-    S_WAIT_OTHER,
+    S_WAIT_OTHER, S_DELETE_READY_LAST, /* Curator's: ready deleted once left */
     /* give_up during enter */
     S_CLEANUP
 } barrier_step;
@@ -38,6 +38,7 @@ struct zkl_barrier {
     barrier_step step;
     zkl_barrier_outcome outcome;
     int rc, entered, ensure_rounds;
+    int curator, own_gone; /* Curator's layout; leave: the own node deleted or found gone */
     int parked, orphaned, listening;
     uint64_t op_id, watch_id;
     long inflight;
@@ -73,7 +74,8 @@ static uint64_t submit(zkl_barrier *b)
                                         ZOO_EPHEMERAL, 0, r), 0);
     case S_ENSURE: {
         uint64_t id;
-        zkl_create_path(s, b->path, &b->acl, r, &b->inflight, &id);
+        zkl_create_path_mode(s, b->path, &b->acl, b->curator ? ZOO_CONTAINER : ZOO_PERSISTENT, r,
+                             &b->inflight, &id);
         return id;
     }
     case S_EXISTS_READY:
@@ -85,6 +87,7 @@ static uint64_t submit(zkl_barrier *b)
         return counted(b, zkl_op_create(s, b->ready_path, "", 0, &b->acl, ZOO_PERSISTENT, 0, r),
                        0);
     case S_DELETE_READY:
+    case S_DELETE_READY_LAST:
         return counted(b, zkl_op_delete(s, b->ready_path, -1, r), 0);
     case S_DELETE_OWN_LAST:
     case S_DELETE_OWN:
@@ -132,9 +135,54 @@ static void set_other(zkl_barrier *b, const char *name)
     b->other = strdup(name);
 }
 
+/* Curator's leave loop (DistributedDoubleBarrier.internalLeave) over the members' nodes, ready
+ * left out: none: left (then ready is deleted); only the own node: delete it, left; the lowest
+ * waits for the highest to go; every other member deletes its own node (once) and waits for the
+ * lowest to go, also when the lowest is the only node left (Curator's would return). */
+static void leave_children_curator(zkl_barrier *b, const zkl_event *ev)
+{
+    if (ev->rc != ZOK && ev->rc != ZNONODE) {
+        finish(b, ZKL_BARRIER_FAILED, ev->rc);
+        return;
+    }
+    int n = 0, ours = -1;
+    char **names = ev->rc == ZOK ? ev->strings : NULL;
+    for (int i = 0; names && i < ev->string_count; i++) {
+        if (strcmp(names[i], "ready") != 0) { /* swapped, not copied: the event frees each */
+            char *t = names[n];
+            names[n++] = names[i];
+            names[i] = t;
+        }
+    }
+    if (n == 0) {
+        b->entered = 0;
+        go(b, S_DELETE_READY_LAST);
+        return;
+    }
+    qsort(names, (size_t)n, sizeof *names, name_cmp);
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], b->node) == 0)
+            ours = i;
+    if (ours < 0)
+        b->own_gone = 1; /* deleted by us, or gone with an expired session: wait all the same */
+    if (n == 1 && ours == 0) {
+        go(b, S_DELETE_OWN_LAST);
+        return;
+    }
+    set_other(b, ours == 0 ? names[n - 1] : names[0]);
+    if (!b->other)
+        finish(b, ZKL_BARRIER_FAILED, ZSYSTEMERROR);
+    else
+        go(b, ours == 0 || b->own_gone ? S_EXISTS_OTHER : S_DELETE_OWN);
+}
+
 /* leave: what the children say (kazoo's _inner_leave loop). */
 static void leave_children(zkl_barrier *b, const zkl_event *ev)
 {
+    if (b->curator) {
+        leave_children_curator(b, ev);
+        return;
+    }
     if (ev->rc == ZNONODE || (ev->rc == ZOK && ev->string_count == 0)) {
         b->entered = 0;
         finish(b, ZKL_BARRIER_DONE, ZOK);
@@ -250,14 +298,19 @@ static void on_op(zkl_barrier *b, const zkl_event *ev)
     case S_DELETE_OWN_LAST:
         if (rc == ZOK || rc == ZNONODE) {
             b->entered = 0;
-            finish(b, ZKL_BARRIER_DONE, ZOK);
+            if (b->curator)
+                go(b, S_DELETE_READY_LAST);
+            else
+                finish(b, ZKL_BARRIER_DONE, ZOK);
         } else {
             finish(b, ZKL_BARRIER_FAILED, rc);
         }
         break;
     case S_DELETE_OWN:
-        if (rc == ZOK || rc == ZNONODE)
+        if (rc == ZOK || rc == ZNONODE) {
+            b->own_gone = 1;
             go(b, S_EXISTS_OTHER);
+        }
         else
             finish(b, ZKL_BARRIER_FAILED, rc);
         break;
@@ -266,6 +319,12 @@ static void on_op(zkl_barrier *b, const zkl_event *ev)
             b->step = S_WAIT_OTHER;
         else if (rc == ZOK || rc == ZNONODE)
             go(b, S_CHILDREN_LEAVE);
+        else
+            finish(b, ZKL_BARRIER_FAILED, rc);
+        break;
+    case S_DELETE_READY_LAST:
+        if (rc == ZOK || rc == ZNONODE)
+            finish(b, ZKL_BARRIER_DONE, ZOK);
         else
             finish(b, ZKL_BARRIER_FAILED, rc);
         break;
@@ -383,8 +442,10 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
                     next = S_NONE; /* the node went with the session */
                 else if (b->op == ZKL_BARRIER_ENTER)
                     next = S_CREATE_OWN;
-                else if (b->step != S_DELETE_READY)
+                else if (b->step != S_DELETE_READY && b->step != S_DELETE_READY_LAST)
                     next = S_CHILDREN_LEAVE;
+                if (b->op == ZKL_BARRIER_LEAVE)
+                    b->own_gone = 1; /* the own node went with the session */
                 if (next == S_NONE) {
                     b->step = S_NONE;
                 } else {
@@ -398,7 +459,8 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
 }
 
 zkl_barrier *zkl_barrier_new(zkl_session *s, const char *path, int num_clients,
-                             const char *data, int len, const struct ACL_vector *acl)
+                             const char *data, int len, const struct ACL_vector *acl,
+                             zkl_barrier_layout layout)
 {
     zkl_barrier *b = calloc(1, sizeof *b);
     if (!b)
@@ -408,13 +470,21 @@ zkl_barrier *zkl_barrier_new(zkl_session *s, const char *path, int num_clients,
     b->route.ctx = b;
     b->id = zkl_session_new_target(s);
     b->num_clients = num_clients;
-    char uuid[ZKL_UUID_HEX_LEN + 1];
+    b->curator = layout == ZKL_BARRIER_CURATOR;
+    char uuid[ZKL_PROTECTED_PREFIX_LEN + 1];
     errno = 0;
     b->path = strdup(path);
     b->data = malloc(len > 0 ? (size_t)len : 1);
     if (!b->path || !b->data || zkl_uuid4_hex(uuid) != 0 ||
         zkl_acl_copy(&b->acl, acl ? acl : &ZOO_OPEN_ACL_UNSAFE) != 0)
         goto fail;
+    if (b->curator) { /* Curator's UUID.randomUUID().toString(): 8-4-4-4-12 */
+        char hex[ZKL_UUID_HEX_LEN + 1];
+        memcpy(hex, uuid, sizeof hex);
+        zkl_protected_prefix(uuid, hex);
+        uuid[3 + 36] = '\0';
+        memmove(uuid, uuid + 3, 37);
+    }
     b->node = strdup(uuid);
     b->own_path = zkl_join_path(path, uuid);
     b->ready_path = zkl_join_path(path, "ready");
@@ -468,8 +538,10 @@ int zkl_barrier_start(zkl_barrier *b, zkl_barrier_op op)
     b->rc = ZOK;
     b->ensure_rounds = 0;
     b->watch_id = 0;
+    b->own_gone = 0;
     go(b, op == ZKL_BARRIER_WAIT ? S_EXISTS_BARRIER
-          : op == ZKL_BARRIER_ENTER ? S_CREATE_OWN : S_DELETE_READY);
+          : op == ZKL_BARRIER_ENTER ? S_CREATE_OWN
+          : b->curator ? S_CHILDREN_LEAVE : S_DELETE_READY);
     return 0;
 }
 

@@ -1,9 +1,11 @@
---- zklua.recipes.barrier — kazoo's Barrier and DoubleBarrier.
+--- zklua.recipes.barrier — kazoo's Barrier and DoubleBarrier (and Curator's
+-- DistributedDoubleBarrier).
 --
 --   local b = zk:Barrier("/app/gate"); b:create(); ...; b:remove()
 --   if zk:Barrier("/app/gate"):wait(30) then ... end          -- true once the node is gone
 --   local d = zk:DoubleBarrier("/app/round", 3, "worker-1")
 --   d:enter(60); ... work ...; d:leave(60)
+--   local c = zk:DoubleBarrier("/app/round", 3, "worker-1", {layout = "curator"})
 --
 -- The waits are the C state machine of src/recipes/barrier.c, on kazoo's nodes (kazoo and
 -- zklua processes share a barrier).  Its contract — layout, kazoo's algorithm, and what
@@ -18,6 +20,14 @@
 --   (its node is deleted in the background).  leave(timeout) -> true once every member has
 --   left; false on timeout (its node may already be deleted).  Unlike kazoo, which swallows
 --   ZooKeeper errors in enter/leave, errors are raised (after the clean-up).
+-- * DoubleBarrier(path, num_clients, identifier, {layout = "kazoo" (default) | "curator"}), or
+--   DoubleBarrier(path, num_clients, {layout = ...}): layout = "curator" takes Curator 5.4's
+--   DistributedDoubleBarrier nodes and leave algorithm (src/recipes/barrier.h), so zklua and
+--   Curator processes enter and leave one barrier together.  SUSPENDED: the step under way
+--   is repeated once reconnected and the call goes on (Curator's throws
+--   ConnectionLossException); LOST: an enter starts again on the new session, a leave goes
+--   on without its node and still waits for every other member; sharing: as below.
+--   node_name and create_path name the member's node.
 -- * on_lost(fn): fn(barrier) runs when an entered member's node expired (it stays entered).
 -- * A waiting call ends with ConnectionClosedError when the client stops or closes and
 --   AuthFailedError on AUTH_FAILED.
@@ -137,7 +147,8 @@ end
 base.install_lost(DoubleBarrier, "barrier")
 
 function DoubleBarrier.__tostring(self)
-  return string.format("zklua.DoubleBarrier(%s, %d)", self.path, self.num_clients)
+  return string.format("zklua.DoubleBarrier(%s, %d%s)", self.path, self.num_clients,
+                       self.layout == "curator" and ", curator" or "")
 end
 
 local function default_identifier()
@@ -150,9 +161,19 @@ local function default_identifier()
   return host .. "-" .. pid
 end
 
-function recipes.DoubleBarrier(client, path, num_clients, identifier)
+local OPTIONS = { layout = "string" }
+local LAYOUTS = { kazoo = true, curator = true }
+
+function recipes.DoubleBarrier(client, path, num_clients, identifier, opts)
   local fname = "DoubleBarrier"
   path = check.kazoo_path(fname, path)
+  if type(identifier) == "table" and opts == nil then identifier, opts = nil, identifier end
+  opts = check.options(fname, opts, OPTIONS)
+  local layout = opts.layout or "kazoo"
+  if not LAYOUTS[layout] then
+    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
+               string.format("%q", layout) .. ")")
+  end
   if not compat.is_integer(num_clients) or num_clients < 1 or num_clients > 2147483647 then
     check.fail(fname, "num_clients", "num_clients must be a positive integer (got " ..
                tostring(num_clients) .. ")")
@@ -164,9 +185,10 @@ function recipes.DoubleBarrier(client, path, num_clients, identifier)
   if identifier == nil or identifier == "" then identifier = default_identifier() end
   local data = check.value(fname, identifier, path, "identifier")
   local session = usable(client, fname)
-  local ud = core.barrier(session, path, num_clients, data, client:_acl())
+  local ud = core.barrier(session, path, num_clients, data, client:_acl(), layout)
   local self = setmetatable({ client = client, path = path, num_clients = num_clients,
                               identifier = identifier, node_name = ud:node(), _barrier = ud,
+                              layout = layout,
                               _lost_callbacks = {} }, DoubleBarrier)
   base.init(self)
   self.create_path = (path == "/" and "" or path) .. "/" .. self.node_name
