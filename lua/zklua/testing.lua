@@ -19,6 +19,12 @@
 --   local zk = zklua.client(merge({ hosts = tls.secure_hosts }, tls:tls_options()))
 --                                              -- tls = {client_auth = "want", server_certificate
 --                                              -- = "expired"}: see make_tls
+--   local x = testing.server({ tls = { x509 = true } }) -- clientAuth need, and the server's
+--                                              -- X509AuthenticationProvider names each client
+--   local a = x:client_certificate("client-a") -- {certfile, keyfile, subject = "CN=client-a,
+--                                              -- OU=zklua-test,O=zklua"}, signed by x's CA
+--   local zk = zklua.client(merge({ hosts = x.secure_hosts }, x:tls_options(a)))
+--   x:client_certificate("stranger", { unknown_ca = true }) -- signed by a CA x does not trust
 --
 --   local s = testing.server({ sasl = { users = { bob = "secret" } } }) -- SASL DIGEST-MD5
 --   local zk = zklua.client{ hosts = s.hosts, sasl_options = { mechanism = "DIGEST-MD5",
@@ -164,6 +170,10 @@ function Node:_config()
       "ssl.trustStore.location=" .. t.files.ca, "ssl.trustStore.type=PEM",
       "ssl.clientAuth=" .. t.client_auth,
     }) do lines[#lines + 1] = line end
+    if t.x509 then -- as ZooKeeper 3.8's admin guide sets up x509 client authentication
+      lines[#lines + 1] = "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+      lines[#lines + 1] = "ssl.authProvider=x509"
+    end
   end
   if c.sasl then -- SASL: a client that authenticates has the sasl: identity of its user
     lines[#lines + 1] = "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
@@ -375,8 +385,10 @@ end
 
 -- The TLS files of a cluster started with the tls option (tls = true or {client_auth =
 -- "need" (ZooKeeper's default) | "want" | "none", server_certificate = "expired" |
--- "self_signed"}: a server certificate a verifying client must refuse): a CA, the servers'
--- PEM keystore, a client certificate (zklua.testing.tls), in dir/tls.
+-- "self_signed"}: a server certificate a verifying client must refuse; x509 = true: client
+-- certificates required and X509AuthenticationProvider named in the configuration, each
+-- client's id its certificate's subject): a CA, the servers' PEM keystore, a client
+-- certificate (zklua.testing.tls), in dir/tls.
 local function make_tls(dir, opts)
   local tls_files = require "zklua.testing.tls"
   opts = type(opts) == "table" and opts or {}
@@ -396,7 +408,11 @@ local function make_tls(dir, opts)
     end
     out:close()
   end
-  return { files = files, keystore = keystore, client_auth = opts.client_auth or "need" }
+  if opts.x509 and (opts.client_auth or "need") ~= "need" then
+    error("tls.x509 needs client_auth \"need\" (got " .. tostring(opts.client_auth) .. ")", 3)
+  end
+  return { files = files, keystore = keystore, client_auth = opts.client_auth or "need",
+           x509 = opts.x509 == true }
 end
 
 -- The JAAS file of a cluster started with the sasl option (sasl = {users = {name =
@@ -501,11 +517,37 @@ function Cluster:leader()
 end
 
 --- A TLS cluster's client options (kazoo's names), to merge into zklua.client's:
--- {use_ssl = true, ca, certfile, keyfile} for the cluster's CA and client certificate.
-function Cluster:tls_options()
+-- {use_ssl = true, ca, certfile, keyfile} for the cluster's CA and its client certificate, or
+-- the certificate cert ({certfile, keyfile}: Cluster:client_certificate's) when given.
+function Cluster:tls_options(cert)
   local t = assert(self.tls, "this cluster was started without the tls option")
-  return { use_ssl = true, ca = t.files.ca, certfile = t.files.certfile,
-           keyfile = t.files.keyfile }
+  cert = cert or t.files
+  return { use_ssl = true, ca = t.files.ca, certfile = cert.certfile, keyfile = cert.keyfile }
+end
+
+--- Another client certificate for a TLS cluster, subject "/O=zklua/OU=zklua-test/CN=" .. name
+-- (name: letters, digits, "-", "_", "."), signed by the cluster's CA, or with unknown_ca by a
+-- CA of its own that the servers do not trust (made once per cluster).  Returns {certfile,
+-- keyfile, subject}: subject as the server's X509AuthenticationProvider names the client
+-- ("CN=name,OU=zklua-test,O=zklua"), the id of an x509 ACL for it.
+function Cluster:client_certificate(name, opts)
+  local t = assert(self.tls, "this cluster was started without the tls option")
+  assert(type(name) == "string" and name:match("^[%w%-_%.]+$"),
+         "client_certificate: name must be letters, digits, '-', '_', '.'")
+  opts = opts or {}
+  local tls_files = require "zklua.testing.tls"
+  local files = t.files
+  if opts.unknown_ca then
+    t.unknown_ca = t.unknown_ca or tls_files.ca(t.files.dir .. "/unknown-ca")
+    files = t.unknown_ca
+  end
+  -- in a directory of their own: a name never overwrites the CA's, the server's or the
+  -- cluster's client files
+  local into = { dir = files.dir .. "/clients", ca = files.ca, ca_key = files.ca_key }
+  run("mkdir -p " .. shell_quote(into.dir))
+  local certfile, keyfile = tls_files.certificate(into, name,
+                                                  { subject = "/O=zklua/OU=zklua-test/CN=" .. name })
+  return { certfile = certfile, keyfile = keyfile, subject = tls_files.subject(certfile) }
 end
 
 --- kazoo's cluster.get_ssl_client_configuration(): the PEM texts of a TLS cluster's client

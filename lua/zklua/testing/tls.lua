@@ -4,12 +4,15 @@
 --   -- files.ca, files.server (key and certificate, the PEM "keystore" ZooKeeper reads),
 --   -- files.certfile, files.keyfile (a client's), files.dir
 --   require("zklua.testing.tls").certificate(files, "name", {days = -1, self_signed = true,
---                                                            password = "pw"})
+--                                                            password = "pw",
+--                                                            subject = "/O=zklua/CN=name"})
+--   require("zklua.testing.tls").subject(certfile) -- "CN=name,O=zklua": the x509 ACL id
+--   require("zklua.testing.tls").ca(dir)           -- a CA alone: {dir, ca, ca_key}
 --
 -- One CA per call of make(); certificates of 2048-bit RSA keys (ZooKeeper's PEM reader takes
 -- RSA), the server's for 127.0.0.1 and localhost.  certificate() makes more client
 -- certificates under the same CA: expired ones (days < 0), self-signed ones, keys
--- encrypted with a password.  Every openssl run is checked: a failure raises with its output.
+-- encrypted with a password, other subjects.  Every openssl run is checked: a failure raises with its output.
 local tls = {}
 
 local function shell_quote(s)
@@ -21,6 +24,7 @@ local function openssl(args)
   local out = pipe:read("*a")
   pipe:close()
   if not out:match("rc=0%s*$") then error("openssl " .. args .. " failed:\n" .. out, 2) end
+  return (out:gsub("rc=0%s*$", ""))
 end
 
 local function write_file(path, text)
@@ -38,7 +42,8 @@ end
 
 --- A key and a certificate named name in files.dir: signed by files' CA (or by itself with
 -- self_signed), valid from now for days days (negative: expired days ago), for the host
--- names in hosts (a server's), the key encrypted with password when given.
+-- names in hosts (a server's), the key encrypted with password when given, for the subject
+-- subject (openssl's -subj form, "/O=org/CN=name"; default "/CN=" .. name).
 -- Returns the certificate's and the key's paths.
 function tls.certificate(files, name, opts)
   opts = opts or {}
@@ -49,7 +54,7 @@ function tls.certificate(files, name, opts)
   write_file(ext, opts.hosts and "subjectAltName=" .. opts.hosts .. "\n" or
                   "basicConstraints=CA:FALSE\n")
   openssl("genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out " .. shell_quote(key))
-  openssl("req -new -key " .. shell_quote(key) .. " -subj " .. shell_quote("/CN=" .. name) ..
+  openssl("req -new -key " .. shell_quote(key) .. " -subj " .. shell_quote(opts.subject or "/CN=" .. name) ..
           " -out " .. shell_quote(csr))
   local days = opts.days or 3650
   -- x509 -days counts from now; an expired certificate is one whose end lies in the past:
@@ -87,13 +92,27 @@ function tls.certificate(files, name, opts)
   return cert, key
 end
 
---- A new CA in dir (created if missing), a server certificate for 127.0.0.1 and localhost,
--- and a client certificate, all signed by the CA.
-function tls.make(dir)
+--- A certificate's subject as ZooKeeper's X509AuthenticationProvider names the client that
+-- presents it (Java's X500Principal.getName(), RFC 2253: "CN=name,OU=unit,O=org", the most
+-- specific part first, no spaces): the id of an x509 ACL for it.
+function tls.subject(certfile)
+  local out = openssl("x509 -noout -subject -nameopt RFC2253 -in " .. shell_quote(certfile))
+  return assert(out:match("^subject=(.-)%s*$"), "no subject in " .. out)
+end
+
+--- A new CA alone in dir (created if missing): {dir, ca, ca_key}, for certificate().
+function tls.ca(dir)
   os.execute("mkdir -p " .. shell_quote(dir))
   local files = { dir = dir, ca = dir .. "/ca.pem", ca_key = dir .. "/ca-key.pem" }
   openssl("req -x509 -newkey rsa:2048 -nodes -keyout " .. shell_quote(files.ca_key) ..
           " -subj /CN=zklua-test-ca -days 3650 -out " .. shell_quote(files.ca))
+  return files
+end
+
+--- A new CA in dir (created if missing), a server certificate for 127.0.0.1 and localhost,
+-- and a client certificate, all signed by the CA.
+function tls.make(dir)
+  local files = tls.ca(dir)
   local server_cert, server_key = tls.certificate(files, "server",
                                                   { hosts = "IP:127.0.0.1,DNS:localhost" })
   -- ZooKeeper's PEM keystore: the key (PKCS#8) and the certificate in one file
