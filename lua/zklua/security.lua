@@ -6,6 +6,7 @@
 -- an ACL built here (make_acl, the *_ACL_* constants) also has kazoo's acl.acl_list (the
 -- names of its permissions: {"ALL"} when it has all) and tostring(acl) reads as kazoo's
 -- repr: ACL(perms=16, acl_list=['ADMIN'], id=Id(scheme='digest', id='fred')).
+-- make_x509_acl(subject, perms): the ACL of a TLS client's certificate subject.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 
@@ -126,6 +127,38 @@ end
 function security.make_digest_acl(username, password, perms)
   local cred = security.make_digest_acl_credential(username, password)
   return acl(perms_from("make_digest_acl", perms), "digest", cred)
+end
+
+--- make_x509_acl(subject_dn, {read=true, ...}) -> an x509 ACL for the client whose TLS
+-- certificate has that subject.  A server with a secureClientPort and ssl.clientAuth=need
+-- (X509AuthenticationProvider, ZooKeeper's default ssl.authProvider) names each TLS client
+-- x509:<subject>, the subject as Java's X500Principal.getName() prints it (RFC 2253: the
+-- most specific part first, no space after a comma: "CN=client-a,OU=ops,O=example";
+-- `openssl x509 -noout -subject -nameopt RFC2253 -in cert.pem` prints it so), and compares
+-- it with the ACL's id exactly.  A subject with a space after a comma ("CN=a, O=b", as
+-- openssl prints it by default) could never match: refused, as is a string that is not
+-- TYPE=value pairs.
+function security.make_x509_acl(subject_dn, perms)
+  local fname = "make_x509_acl"
+  check_string(fname, "subject_dn", subject_dn)
+  local function bad(why)
+    errors.raise(errors.BadArgumentsError, fname .. ": subject_dn " .. why, nil,
+                 { argument = "subject_dn" })
+  end
+  if subject_dn == "" then bad("must not be empty") end
+  if not subject_dn:match("^[%w%.]+=") then
+    bad("must be a certificate subject in RFC 2253 form, like \"CN=client-a,O=example\" " ..
+        "(got \"" .. subject_dn .. "\")")
+  end
+  -- a separator (an unescaped "," or "+") followed or preceded by blanks
+  local unescaped = subject_dn:gsub("\\.", "__")
+  if unescaped:find("%s[,+]") or unescaped:find("[,+]%s") or unescaped:find("^%s") or
+     unescaped:find("%s$") then
+    bad("has blanks around a separator (\"" .. subject_dn .. "\"): the server names a " ..
+        "client as RFC 2253 does, without them (\"CN=a,O=b\"; openssl x509 -noout " ..
+        "-subject -nameopt RFC2253 prints it so), and an ACL id that differs never matches")
+  end
+  return acl(perms_from(fname, perms), "x509", subject_dn)
 end
 
 return security
