@@ -93,6 +93,16 @@ describe("examples", function()
     end
   end)
 
+  it("x509.lua gives a node to one client certificate; another gets NoAuthError", function()
+    local ok, out = run_example("x509.lua", server.hosts)
+    if require("zklua").build.tls then
+      assert.is_true(ok, out)
+      assert.matches("CN=alice,OU=zklua-test,O=zklua\nsecret\nfalse\tNoAuthError", out, 1, true)
+    else -- a build without TLS says how to get one
+      assert.matches("ZK_CLIENT=source", out, 1, true)
+    end
+  end)
+
   it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
     local ok, out = run_example("cqueues.lua", server.hosts)
     assert.is_true(ok, out)
