@@ -34,6 +34,20 @@ return {
   ["TestLeaderLatch::testResetRace"] = "drives Curator's LeaderLatch reset() against its own " ..
     "start through the package-private test hook debugResetWaitLatch: zklua's latch (the C " ..
     "lock) has no such hook",
+  ["TestLeaderSelector::testInterruption"] = "interrupts the leader's Java thread " ..
+    "(Thread.interrupt) and reads LeaderSelector's package-private failedMutexReleaseCount: " ..
+    "zklua cannot interrupt a running fn, and its selector has no such counter (the node " ..
+    "left behind is testLeaderNodeDeleteOnInterrupt's)",
+  ["TestLeaderSelector::testInterruptLeadershipWithRequeue"] = "LeaderSelector." ..
+    "interruptLeadership(), which interrupts the Java thread running takeLeadership: zklua " ..
+    "cannot interrupt a running fn (selector-interrupt); a fn ends a term by returning",
+  ["TestLeaderSelector::testInterruptLeadership"] = "LeaderSelector.interruptLeadership(), " ..
+    "which interrupts the Java thread running takeLeadership: zklua cannot interrupt a " ..
+    "running fn (selector-interrupt); a fn ends a term by returning",
+  ["TestLeaderSelector::testRaceAtStateChanged"] = "holds Curator's LeaderSelector between " ..
+    "winning the mutex and calling takeLeadership through its package-private test hooks " ..
+    "(debugLeadershipLatch, debugLeadershipWaitLatch) and throws CancelLeadershipException " ..
+    "from stateChanged: zklua's selector (the C lock) has no such hooks",
   ["TestInterProcessSemaphore::testThreadedLeaseIncrease"] = "InterProcessSemaphoreV2(client, " ..
     "path, SharedCountReader): max leases read from a SharedCount and raised while a waiter " ..
     "waits; zklua's Semaphore takes max_leases as a number",
