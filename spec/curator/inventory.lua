@@ -2,6 +2,20 @@
 -- scripts/curator-inventory from apache/curator tag apache-curator-5.4.0 (Debian 12's Curator);
 -- do not edit by hand.
 return {
+  ["TestDistributedAtomicLong"] = {
+    { false, "testCorruptedValue" },
+    { false, "testCompareAndSetWithFreshInstance" },
+    { false, "testCompareAndSet" },
+    { false, "testForceSet" },
+    { false, "testSimulation" },
+    { false, "testBasic" },
+  },
+  ["TestDistributedBarrier"] = {
+    { false, "testServerCrash" },
+    { false, "testMultiClient" },
+    { false, "testNoBarrier" },
+    { false, "testBasic" },
+  },
   ["TestDistributedDoubleBarrier"] = {
     { false, "testMultiClient" },
     { false, "testOverSubscribed" },
@@ -22,6 +36,15 @@ return {
     { false, "testReentrant2Threads" },
     { false, "testReentrant" },
     { false, "test2Clients" },
+  },
+  ["TestInterProcessReadWriteLock"] = {
+    { false, "testGetParticipantNodes" },
+    { false, "testThatUpgradingIsDisallowed" },
+    { false, "testThatDowngradingRespectsThreads" },
+    { false, "testDowngrading" },
+    { false, "testBasic" },
+    { false, "testSetNodeData" },
+    { false, "testLockPath" },
   },
   ["TestInterProcessSemaphore"] = {
     { false, "testAcquireAfterLostServer" },

@@ -43,7 +43,7 @@ return function()
       key_pattern = "^(.-%.py)::(.+)$", key_form = "test_x.py::test_name",
     },
     curator = {
-      dir = "spec/curator/", library = "Curator", unit = "Curator class", width = 28,
+      dir = "spec/curator/", library = "Curator", unit = "Curator class", width = 29,
       file_of_spec = function(base) return (base:gsub("%.lua$", "")) end,
       is_file = function(name) return name:match("^Test[%w_]+$") ~= nil end,
       key_pattern = "^(Test[%w_]+)::(.+)$", key_form = "TestClass::testName",
