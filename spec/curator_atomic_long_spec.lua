@@ -6,9 +6,8 @@
 -- Every wait is for an event: a line the Java program prints, or a call's return.
 local zklua = require "zklua"
 local errors = require "zklua.errors"
-local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 
 local SESSION_MS = 8000
 local LAYOUT = { layout = "curator-atomic-long" }
@@ -28,35 +27,16 @@ end
 
 describe("Counter{layout = 'curator-atomic-long'} and DistributedAtomicLong", function()
   local server, zk, path
-  local counter = 0
-  local programs = {}
+  local s = interop.scaffold("/atomiclong", function(t) server, zk, path = t.server, t.zk, t.path end)
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function start(...)
-    local p = java.start("CuratorAtomicLong", ...)
-    programs[#programs + 1] = p
-    return p
+    return s:start("CuratorAtomicLong", ...)
   end
 
   local function raw(p)
     return (zk:get(p))
   end
-
-  setup(function()
-    server = testing.server()
-    helpers.client(server.hosts, "/atomiclong"):close()
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/atomiclong/t" .. counter
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do programs[i]:stop(); programs[i] = nil end
-    helpers.drop(zk, path)
-  end)
 
   it("the same 8 big-endian bytes both ways", function()
     local c = zk:Counter(path, 0, LAYOUT)
@@ -121,39 +101,29 @@ describe("Counter{layout = 'curator-atomic-long'} and DistributedAtomicLong", fu
   end)
 
   it("Curator and coroutines sharing one zklua counter add at once: the sum is exact", function()
-    local cqueues = require "cqueues"
     local cq_handler = require "zklua.handlers.cqueues"
     local curator = start(server.hosts, path, SESSION_MS)
-    local cq = cqueues.new()
     local per, n = 40, 3
-    local finished, failure, done, posts = false, nil, 0, {}
-    cq:wrap(function()
-      local ok, err = pcall(function()
-        local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
-        member:start()
-        local c = member:Counter(path, 0, LAYOUT)
-        c:get()
-        curator:send("adds " .. per * n)
-        for _ = 1, n do
-          cq:wrap(function()
-            for _ = 1, per do
-              local _, pre, post = c:add(1, 60)
-              assert(post == pre + 1)
-              posts[#posts + 1] = post
-            end
-            done = done + 1
-          end)
-        end
-        assert.is_true(member.handler.wait(function() return done == n end, 120))
-        member:close()
-      end)
-      if not ok then failure = tostring(err) end
-      finished = true
-    end)
-    local deadline = cqueues.monotime() + 180
-    while not finished and cqueues.monotime() < deadline do assert(cq:step(0.5)) end
-    assert.is_nil(failure)
-    assert.is_true(finished)
+    local done, posts = 0, {}
+    interop.in_cqueues(function(cq)
+      local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
+      member:start()
+      local c = member:Counter(path, 0, LAYOUT)
+      c:get()
+      curator:send("adds " .. per * n)
+      for _ = 1, n do
+        cq:wrap(function()
+          for _ = 1, per do
+            local _, pre, post = c:add(1, 60)
+            assert(post == pre + 1)
+            posts[#posts + 1] = post
+          end
+          done = done + 1
+        end)
+      end
+      assert.is_true(member.handler.wait(function() return done == n end, 120))
+      member:close()
+    end, 180)
     curator:expect("^adds 120 done$", 120)
     assert.equals(2 * per * n, zk:Counter(path, 0, LAYOUT):get())
     -- each zklua add saw a value of its own: no two of them were applied on one version

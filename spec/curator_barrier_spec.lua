@@ -12,7 +12,7 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 local cqueues = require "cqueues"
 local cq_handler = require "zklua.handlers.cqueues"
 
@@ -20,13 +20,12 @@ local SESSION_MS = 8000
 
 describe("Barrier and Curator's DistributedBarrier", function()
   local server, zk, path
-  local counter = 0
-  local programs = {}
+  local s = interop.scaffold("/barrier", function(t) server, zk, path = t.server, t.zk, t.path end,
+                             { suffix = "/gate" })
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function start()
-    local p = java.start("CuratorBarrier", server.hosts, path, SESSION_MS)
-    programs[#programs + 1] = p
-    return p
+    return s:start("CuratorBarrier", server.hosts, path, SESSION_MS)
   end
 
   -- Runs body(member, env) in a coroutine of a fresh cqueues controller, member a client of
@@ -34,54 +33,27 @@ describe("Barrier and Curator's DistributedBarrier", function()
   -- pred (polled between sleeps: handler.waiting() then counts the other coroutines only);
   -- env.line(program, pattern) waits for a printed line.
   local function in_coroutines(hosts, body)
-    local cq = cqueues.new()
-    local finished, failure = false, nil
-    cq:wrap(function()
-      local ok, err = pcall(function()
-        local member = zklua.client{ hosts = hosts, handler = cq_handler.new(cq),
-                                     timeout = SESSION_MS / 1000 }
-        member:start()
-        local env = {}
-        function env.spawn(fn) cq:wrap(fn) end
-        function env.until_(pred, what)
-          local deadline = cqueues.monotime() + 60
-          while not pred() do
-            if cqueues.monotime() > deadline then error("timed out waiting for " .. what) end
-            member.handler.sleep(0.02)
-          end
+    interop.in_cqueues(function(cq)
+      local member = zklua.client{ hosts = hosts, handler = cq_handler.new(cq),
+                                   timeout = SESSION_MS / 1000 }
+      member:start()
+      local env = {}
+      function env.spawn(fn) cq:wrap(fn) end
+      function env.until_(pred, what)
+        local deadline = cqueues.monotime() + 60
+        while not pred() do
+          if cqueues.monotime() > deadline then error("timed out waiting for " .. what) end
+          member.handler.sleep(0.02)
         end
-        function env.line(program, pattern)
-          env.until_(function() return program:printed(pattern) end, pattern)
-        end
-        local okb, errb = pcall(body, member, env)
-        member:close()
-        if not okb then error(errb, 0) end
-      end)
-      if not ok then failure = tostring(err) end
-      finished = true
-    end)
-    local deadline = cqueues.monotime() + 180
-    while not finished and cqueues.monotime() < deadline do assert(cq:step(0.5)) end
-    assert.is_nil(failure)
-    assert.is_true(finished)
+      end
+      function env.line(program, pattern)
+        env.until_(function() return program:printed(pattern) end, pattern)
+      end
+      local okb, errb = pcall(body, member, env)
+      member:close()
+      if not okb then error(errb, 0) end
+    end, 180)
   end
-
-  setup(function()
-    server = testing.server()
-    helpers.client(server.hosts, "/barrier"):close()
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/barrier/t" .. counter .. "/gate"
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do programs[i]:stop(); programs[i] = nil end
-    helpers.drop(zk, "/barrier/t" .. counter)
-  end)
 
   it("a zklua barrier holds a Curator waiter until zklua removes it", function()
     local b = zk:Barrier(path)
@@ -169,9 +141,7 @@ describe("Barrier and Curator's DistributedBarrier", function()
 
   describe("DoubleBarrier{layout = \"curator\"} and Curator's DistributedDoubleBarrier", function()
     local function curator_member(qty)
-      local p = java.start("CuratorDoubleBarrier", server.hosts, path, SESSION_MS, qty)
-      programs[#programs + 1] = p
-      return p
+      return s:start("CuratorDoubleBarrier", server.hosts, path, SESSION_MS, qty)
     end
 
     -- The member nodes under path (ready left out), as a set, and their count.

@@ -10,33 +10,24 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 
 local SESSION_MS = 8000 -- long enough that a suspension the test ends at once never expires
 
 describe("Election{layout = 'curator'} on SUSPENDED", function()
   local server, zk, path
-  local counter = 0
-  local programs, proxies, clients = {}, {}, {}
-
-  local function start(name, ...)
-    local p = java.start(name, ...)
-    programs[#programs + 1] = p
-    return p
-  end
+  local s = interop.scaffold("/latchpolicy", function(t) server, zk, path = t.server, t.zk, t.path end)
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function proxy()
-    local p = testing.proxy(server:node(1))
-    proxies[#proxies + 1] = p
-    return p
+    return s:closing(testing.proxy(server:node(1)))
   end
 
   -- A started client through proxy p; states: the states it went through.
   local function client_via(p, opts)
     opts = opts or {}
     opts.hosts, opts.timeout = p.hosts, SESSION_MS / 1000
-    local c = zklua.client(opts)
-    clients[#clients + 1] = c
+    local c = s:closing(zklua.client(opts))
     c:start()
     local states = {}
     c:add_listener(function(state) states[#states + 1] = state end)
@@ -55,13 +46,6 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
     return ("\n" .. program.kid:stdout()):find("\n" .. line .. "\n", 1, true) ~= nil
   end
 
-  local function children()
-    local ok, list = pcall(zk.get_children, zk, path)
-    if not ok then return {} end
-    table.sort(list)
-    return list
-  end
-
   -- A latch election on member with counters of its callbacks.
   local function latch(member, id, opts)
     local e = member:Election(path, id, opts or { layout = "curator" })
@@ -70,25 +54,6 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
     e:on_lost(function() seen.lost = seen.lost + 1 end)
     return e, seen
   end
-
-  setup(function()
-    server = testing.server()
-    helpers.client(server.hosts, "/latchpolicy"):close() -- a plain parent (see curator_interop)
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/latchpolicy/t" .. counter
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do programs[i]:stop(); programs[i] = nil end
-    for i = #clients, 1, -1 do clients[i]:close(); clients[i] = nil end
-    for i = #proxies, 1, -1 do proxies[i]:stop(); proxies[i] = nil end
-    helpers.drop(zk, path)
-  end)
 
   it("a zklua leader stops leading on SUSPENDED and leads again on the same session; " ..
      "a Curator follower never leads meanwhile", function()
@@ -100,10 +65,10 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
     assert.is_true(election:await(30))
     local node, token = election.lock.node, election.fencing_token
     assert.is_number(token)
-    local curator = start("CuratorLatch", server.hosts, path, "curator-1", SESSION_MS)
+    local curator = s:start("CuratorLatch", server.hosts, path, "curator-1", SESSION_MS)
     curator:send("start")
     curator:expect("^started$")
-    testing.wait_for(function() return #children() == 2 end, 30, "Curator's node")
+    s:wait_children(2, "Curator's node")
 
     cut(p)
     testing.wait_for(function() return seen.lost == 1 end, 30, "on_lost on SUSPENDED")
@@ -157,12 +122,12 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
   it("a Curator leader calls notLeader on SUSPENDED and isLeader on RECONNECTED; " ..
      "a zklua follower never leads meanwhile", function()
     local p = proxy()
-    local curator = start("CuratorLatch", p.hosts, path, "curator-1", SESSION_MS)
+    local curator = s:start("CuratorLatch", p.hosts, path, "curator-1", SESSION_MS)
     curator:send("start")
     curator:expect("^is%-leader$")
     local election, seen = latch(zk, "zklua-1")
     election:start()
-    testing.wait_for(function() return #children() == 2 end, 30, "zklua's node")
+    s:wait_children(2, "zklua's node")
     cut(p)
     curator:expect("^not%-leader$")
     testing.wait_for(function() return saw(curator, "state SUSPENDED") end, 30, "SUSPENDED")
@@ -200,23 +165,23 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
     assert.same({ true, "SUSPENDED" }, during)
     assert.same({ leader = 1, lost = 1 }, seen)
     assert.is_false(election.is_leader)
-    assert.same({}, children())
+    assert.same({}, s:children())
   end)
 
   it("LOST (session expiry) ends leadership once and the latch rejoins", function()
     local member = helpers.client(server.hosts)
-    clients[#clients + 1] = member
+    s:closing(member)
     local election, seen = latch(member, "zklua-1")
     election:start()
     assert.is_true(election:await(30))
     local before = election.lock.node
-    local curator = start("CuratorLatch", server.hosts, path, "curator-1", SESSION_MS)
+    local curator = s:start("CuratorLatch", server.hosts, path, "curator-1", SESSION_MS)
     curator:send("start")
     curator:expect("^started$")
-    testing.wait_for(function() return #children() == 2 end, 30, "Curator's node")
+    s:wait_children(2, "Curator's node")
     helpers.expire(member)
     curator:expect("^is%-leader$", 60)
-    testing.wait_for(function() return seen.lost == 1 and #children() == 2 end, 30,
+    testing.wait_for(function() return seen.lost == 1 and #s:children() == 2 end, 30,
                      "on_lost and zklua's new node")
     assert.is_false(election.is_leader)
     assert.not_equals(before, election.lock.node)
@@ -228,42 +193,32 @@ describe("Election{layout = 'curator'} on SUSPENDED", function()
   end)
 
   it("coroutines awaiting one suspended latch all see it lead again", function()
-    local cqueues = require "cqueues"
     local cq_handler = require "zklua.handlers.cqueues"
-    local cq = cqueues.new()
     local p = proxy()
-    local results, seen, node, finished, failure = {}, nil, nil, false, nil
-    cq:wrap(function()
-      local ok, err = pcall(function()
-        local member = client_via(p, { handler = cq_handler.new(cq) })
-        local wait = member.handler.wait
-        local election
-        election, seen = latch(member, "shared")
-        election:start()
-        assert.is_true(election:await(30))
-        node = election.lock.node
-        cut(p)
-        assert.is_true(wait(function() return seen.lost == 1 end, 30), "on_lost")
-        assert.equals("SUSPENDED", member.state) -- not the LOST of a session timeout
-        assert.is_false(election.is_leader)
-        for i = 1, 3 do
-          cq:wrap(function() results[i] = { pcall(election.await, election, 30) } end)
-        end
-        -- the three awaiters and this coroutine
-        assert.is_true(wait(function() return member.handler.waiting() >= 4 end, 30))
-        assert.same({}, results) -- all three wait while SUSPENDED
-        p:refuse(false)
-        assert.is_true(wait(function() return results[1] and results[2] and results[3] end, 30))
-        assert.equals(node, election.lock.node) -- the same node, on the same session
-        election:stop()
-      end)
-      if not ok then failure = tostring(err) end
-      finished = true
+    local results, seen, node = {}, nil, nil
+    interop.in_cqueues(function(cq)
+      local member = client_via(p, { handler = cq_handler.new(cq) })
+      local wait = member.handler.wait
+      local election
+      election, seen = latch(member, "shared")
+      election:start()
+      assert.is_true(election:await(30))
+      node = election.lock.node
+      cut(p)
+      assert.is_true(wait(function() return seen.lost == 1 end, 30), "on_lost")
+      assert.equals("SUSPENDED", member.state) -- not the LOST of a session timeout
+      assert.is_false(election.is_leader)
+      for i = 1, 3 do
+        cq:wrap(function() results[i] = { pcall(election.await, election, 30) } end)
+      end
+      -- the three awaiters and this coroutine
+      assert.is_true(wait(function() return member.handler.waiting() >= 4 end, 30))
+      assert.same({}, results) -- all three wait while SUSPENDED
+      p:refuse(false)
+      assert.is_true(wait(function() return results[1] and results[2] and results[3] end, 30))
+      assert.equals(node, election.lock.node) -- the same node, on the same session
+      election:stop()
     end)
-    local deadline = cqueues.monotime() + 120
-    while not finished and cqueues.monotime() < deadline do assert(cq:step(0.5)) end
-    assert.is_nil(failure)
-    assert.is_true(finished)
     for i = 1, 3 do assert.same({ true, true }, results[i]) end
     assert.same({ leader = 2, lost = 1 }, seen)
   end)

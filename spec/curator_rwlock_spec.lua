@@ -9,7 +9,7 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 
 local SESSION_MS = 8000
 local CURATOR = { layout = "curator" }
@@ -18,54 +18,16 @@ local WRITE_NODE = "^_c_%x+%-%x+%-%x+%-%x+%-%x+%-__WRIT__%d%d%d%d%d%d%d%d%d%d$"
 
 describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock", function()
   local server, zk, path
-  local counter = 0
-  local programs, closers = {}, {}
+  local s = interop.scaffold("/rwlock", function(t) server, zk, path = t.server, t.zk, t.path end)
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function start()
-    local p = java.start("CuratorReadWriteLock", server.hosts, path, SESSION_MS)
-    programs[#programs + 1] = p
-    return p
+    return s:start("CuratorReadWriteLock", server.hosts, path, SESSION_MS)
   end
 
   local function client()
-    local c = helpers.client(server.hosts)
-    closers[#closers + 1] = c
-    return c
+    return s:closing(helpers.client(server.hosts))
   end
-
-  local function children()
-    local ok, list = pcall(zk.get_children, zk, path)
-    if not ok then return {} end
-    table.sort(list)
-    return list
-  end
-
-  local function wait_children(n, what)
-    testing.wait_for(function() return #children() == n end, 30, what)
-  end
-
-  -- Runs fn once, from inside whatever wait is under way, when the children of path change.
-  local function on_change(observer, fn)
-    observer:get_children(path, function() fn() end)
-  end
-
-  setup(function()
-    server = testing.server()
-    helpers.client(server.hosts, "/rwlock"):close()
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/rwlock/t" .. counter
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do programs[i]:stop(); programs[i] = nil end
-    for i = #closers, 1, -1 do closers[i]:close(); closers[i] = nil end
-    helpers.drop(zk, path)
-  end)
 
   it("Curator's node names; Curator lists zklua's nodes, zklua Curator's", function()
     local curator = start()
@@ -115,7 +77,7 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
     assert.is_false(r:acquire(false))
     assert.is_false(w:acquire(false))
     local observer = client()
-    on_change(observer, function() curator:send("unwrite") end) -- once zklua's node is there
+    s:on_change(observer, function() curator:send("unwrite") end) -- once zklua's node is there
     assert.is_true(r:acquire(true, 60))
     curator:expect("^write released$")
     assert.matches(READ_NODE, r.node)
@@ -132,7 +94,7 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
     other:send("write 200")
     other:expect("^write timeout$")
     curator:send("read")
-    wait_children(2, "Curator's read node")
+    s:wait_children(2, "Curator's read node")
     assert.is_false(curator:printed("^read acquired$"))
     w:release()
     curator:expect("^read acquired$")
@@ -144,12 +106,12 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
     local r2 = client():ReadLock(path, "r2", CURATOR)
     assert.is_true(r1:acquire())
     curator:send("write") -- queued behind zklua's reader
-    wait_children(2, "Curator's write node")
+    s:wait_children(2, "Curator's write node")
     assert.is_false(r2:acquire(false)) -- a reader waits behind a lower writer
     r1:release()
     curator:expect("^write acquired$")
     local observer = client()
-    on_change(observer, function() curator:send("unwrite") end) -- once r2's node is queued
+    s:on_change(observer, function() curator:send("unwrite") end) -- once r2's node is queued
     assert.is_true(r2:acquire(true, 60))
     curator:expect("^write released$")
     r2:release()
@@ -159,7 +121,7 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
      function()
     local proxy = testing.proxy(server:node(1))
     local member = zklua.client{ hosts = proxy.hosts, timeout = SESSION_MS / 1000 }
-    closers[#closers + 1] = member
+    s:closing(member)
     member:start()
     local r = member:ReadLock(path, "zklua-r", CURATOR)
     assert.is_true(r:acquire())
@@ -176,7 +138,7 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
     testing.wait_for(function() return member.state == "CONNECTED" end, 30, "CONNECTED")
     assert.is_true(r.is_acquired)
     curator:send("write")
-    wait_children(2, "Curator's write node")
+    s:wait_children(2, "Curator's write node")
     r:release()
     curator:expect("^write acquired$")
     proxy:stop()
@@ -190,7 +152,7 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
     assert.is_true(w:acquire())
     local curator = start()
     curator:send("read")
-    wait_children(2, "Curator's read node")
+    s:wait_children(2, "Curator's read node")
     helpers.expire(holder)
     curator:expect("^read acquired$")
     testing.wait_for(function() return lost end, 30, "the holder to learn of LOST")
@@ -198,49 +160,39 @@ describe("ReadLock/WriteLock{layout = 'curator'} and InterProcessReadWriteLock",
   end)
 
   it("coroutines sharing one ReadLock hold it in turn, after Curator's writer", function()
-    local cqueues = require "cqueues"
     local cq_handler = require "zklua.handlers.cqueues"
     local curator = start()
     curator:send("write")
     curator:expect("^write acquired$")
-    local cq = cqueues.new()
-    local n, finished, failure = 3, false, nil
+    local n = 3
     local inside, most, done, order, arrived = 0, 0, 0, {}, {}
-    cq:wrap(function()
-      local ok, err = pcall(function()
-        local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
-        member:start()
-        local r = member:ReadLock(path, "shared", CURATOR)
-        for i = 1, n do
-          cq:wrap(function()
-            arrived[#arrived + 1] = i
-            r:with({ timeout = 60 }, function()
-              order[#order + 1] = i
-              inside = inside + 1
-              most = math.max(most, inside)
-              member.handler.sleep(0.01) -- the others run meanwhile
-              inside = inside - 1
-            end)
-            done = done + 1
+    interop.in_cqueues(function(cq)
+      local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
+      member:start()
+      local r = member:ReadLock(path, "shared", CURATOR)
+      for i = 1, n do
+        cq:wrap(function()
+          arrived[#arrived + 1] = i
+          r:with({ timeout = 60 }, function()
+            order[#order + 1] = i
+            inside = inside + 1
+            most = math.max(most, inside)
+            member.handler.sleep(0.01) -- the others run meanwhile
+            inside = inside - 1
           end)
-        end
-        local function children_n()
-          local list = member:get_children(path)
-          return #list
-        end
-        while children_n() < 2 do member.handler.sleep(0.02) end -- zklua's node queued
-        assert.same({}, order) -- nobody holds it while Curator writes
-        curator:send("unwrite")
-        assert.is_true(member.handler.wait(function() return done == n end, 60))
-        member:close()
-      end)
-      if not ok then failure = tostring(err) end
-      finished = true
+          done = done + 1
+        end)
+      end
+      local function children_n()
+        local list = member:get_children(path)
+        return #list
+      end
+      while children_n() < 2 do member.handler.sleep(0.02) end -- zklua's node queued
+      assert.same({}, order) -- nobody holds it while Curator writes
+      curator:send("unwrite")
+      assert.is_true(member.handler.wait(function() return done == n end, 60))
+      member:close()
     end)
-    local deadline = cqueues.monotime() + 120
-    while not finished and cqueues.monotime() < deadline do assert(cq:step(0.5)) end
-    assert.is_nil(failure)
-    assert.is_true(finished)
     assert.equals(1, most)
     assert.equals(n, #order)
     assert.same(arrived, order) -- in the order they asked

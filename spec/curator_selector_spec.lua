@@ -10,7 +10,7 @@ local zklua = require "zklua"
 local errors = require "zklua.errors"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 
 local SESSION_MS = 8000
 local SELECTOR = { layout = "curator-selector" }
@@ -18,52 +18,18 @@ local LOCK_NODE = "^_c_%x+%-%x+%-%x+%-%x+%-%x+%-lock%-%d%d%d%d%d%d%d%d%d%d$"
 
 describe("Election{layout = 'curator-selector'} and LeaderSelector", function()
   local server, zk, path
-  local counter = 0
-  local programs, closers = {}, {}
+  local s = interop.scaffold("/selector", function(t) server, zk, path = t.server, t.zk, t.path end)
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function curator_selector(hosts, id)
-    local p = java.start("CuratorSelector", hosts or server.hosts, path, id or "curator-1",
-                         SESSION_MS)
-    programs[#programs + 1] = p
-    return p
+    return s:start("CuratorSelector", hosts or server.hosts, path, id or "curator-1", SESSION_MS)
   end
 
   local function client(hosts)
-    local c = zklua.client{ hosts = hosts or server.hosts, timeout = SESSION_MS / 1000 }
-    closers[#closers + 1] = c
+    local c = s:closing(zklua.client{ hosts = hosts or server.hosts, timeout = SESSION_MS / 1000 })
     c:start()
     return c
   end
-
-  local function children()
-    local ok, list = pcall(zk.get_children, zk, path)
-    if not ok then return {} end
-    table.sort(list)
-    return list
-  end
-
-  -- Runs fn once, from inside whatever wait is under way, when the children of path change.
-  local function on_change(observer, fn)
-    observer:get_children(path, function() fn() end)
-  end
-
-  setup(function()
-    server = testing.server()
-    helpers.client(server.hosts, "/selector"):close()
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/selector/t" .. counter
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do programs[i]:stop(); programs[i] = nil end
-    for i = #closers, 1, -1 do closers[i]:close(); closers[i] = nil end
-    helpers.drop(zk, path)
-  end)
 
   it("zklua and Curator take turns, both requeueing; Curator sees zklua's id", function()
     local curator = curator_selector()
@@ -73,14 +39,14 @@ describe("Election{layout = 'curator-selector'} and LeaderSelector", function()
     assert.equals("curator-selector", e.layout)
     assert.equals("standard", e.error_policy)
     local observer = client()
-    on_change(observer, function() curator:send("yield") end) -- zklua's node is queued
+    s:on_change(observer, function() curator:send("yield") end) -- zklua's node is queued
     local seen = {}
     local ok, terms = e:run({ requeue = true }, function()
       seen[#seen + 1] = e.is_leader
       assert.matches(LOCK_NODE, e.lock.node)
       if #seen == 1 then
         curator:expect("^yielded$")
-        testing.wait_for(function() return #children() == 2 end, 30, "Curator queued again")
+        s:wait_children(2, "Curator queued again")
         curator:send("leader")
         curator:expect("^leader zklua%-1$")
         assert.same({ "zklua-1", "curator-1" }, e:contenders())
@@ -110,7 +76,7 @@ describe("Election{layout = 'curator-selector'} and LeaderSelector", function()
       curator = curator_selector()
       curator:send("start")
       curator:expect("^started$")
-      testing.wait_for(function() return #children() == 2 end, 30, "Curator's node")
+      s:wait_children(2, "Curator's node")
       proxy:refuse(true)
       proxy:drop()
       testing.wait_for(function() return not e.is_leader end, 30, "leadership to end")
@@ -139,13 +105,13 @@ describe("Election{layout = 'curator-selector'} and LeaderSelector", function()
       curator = curator_selector()
       curator:send("start")
       curator:expect("^started$")
-      testing.wait_for(function() return #children() == 2 end, 30, "Curator's node")
+      s:wait_children(2, "Curator's node")
       helpers.expire(member)
       curator:expect("^leading$")
       assert.is_true(lost)
       assert.is_false(e.is_leader)
       -- requeued on the new session: once its node is there, end the run
-      on_change(observer, function() e:cancel() end)
+      s:on_change(observer, function() e:cancel() end)
     end)
     assert.is_true(ok)
     assert.equals(1, terms)
@@ -153,32 +119,23 @@ describe("Election{layout = 'curator-selector'} and LeaderSelector", function()
   end)
 
   it("one Election shared by coroutines: a second run() is refused at once", function()
-    local cqueues = require "cqueues"
     local cq_handler = require "zklua.handlers.cqueues"
-    local cq = cqueues.new()
-    local finished, failure, results = false, nil, {}
-    cq:wrap(function()
-      local ok, err = pcall(function()
-        local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
-        member:start()
-        local e = member:Election(path, "shared", SELECTOR)
-        local function one(i)
-          results[i] = { pcall(e.run, e, { requeue = true }, function()
-            member.handler.wait(function() return results[3 - i] ~= nil end, 30)
-            e:cancel()
-          end) }
-        end
-        cq:wrap(function() one(1) end)
-        cq:wrap(function() one(2) end)
-        assert.is_true(member.handler.wait(function() return results[1] and results[2] end, 60))
-        member:close()
-      end)
-      if not ok then failure = tostring(err) end
-      finished = true
+    local results = {}
+    interop.in_cqueues(function(cq)
+      local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
+      member:start()
+      local e = member:Election(path, "shared", SELECTOR)
+      local function one(i)
+        results[i] = { pcall(e.run, e, { requeue = true }, function()
+          member.handler.wait(function() return results[3 - i] ~= nil end, 30)
+          e:cancel()
+        end) }
+      end
+      cq:wrap(function() one(1) end)
+      cq:wrap(function() one(2) end)
+      assert.is_true(member.handler.wait(function() return results[1] and results[2] end, 60))
+      member:close()
     end)
-    local deadline = cqueues.monotime() + 120
-    while not finished and cqueues.monotime() < deadline do assert(cq:step(0.5)) end
-    assert.is_nil(failure)
     local led, refused = results[1], results[2]
     if not led[1] then led, refused = refused, led end
     assert.same({ true, true, 1 }, led) -- one term, then cancelled

@@ -9,7 +9,7 @@ local core = require "zklua.core"
 local testing = require "zklua.testing"
 local errors = require "zklua.errors"
 local helpers = require "support.helpers"
-local java = require "support.java"
+local interop = require "support.curator"
 
 local SESSION_MS = 4000
 local LEASE_NODE = "^_c_%x+%-%x+%-%x+%-%x+%-%x+%-lease%-%d%d%d%d%d%d%d%d%d%d$"
@@ -17,50 +17,26 @@ local CURATOR = { layout = "curator" }
 
 describe("Semaphore{layout = 'curator'} and InterProcessSemaphoreV2", function()
   local server, zk, path, leases
-  local counter = 0
-  local programs = {}
+  local s = interop.scaffold("/cursem", function(t)
+    server, zk, path, leases = t.server, t.zk, t.path, t.path and t.path .. "/leases"
+  end)
+  setup(s.setup); teardown(s.teardown); before_each(s.before_each); after_each(s.after_each)
 
   local function start(max_leases, id)
-    local p = java.start("CuratorSemaphore", server.hosts, path, max_leases, id, SESSION_MS)
-    programs[#programs + 1] = p
-    return p
+    return s:start("CuratorSemaphore", server.hosts, path, max_leases, id, SESSION_MS)
   end
 
+  -- The lease nodes (or the children of of), sorted.
   local function children(of)
-    local ok, list = pcall(zk.get_children, zk, of or leases)
-    if not ok then return {} end
-    table.sort(list)
-    return list
+    return s:children(of or leases)
   end
 
   -- Runs fn once, from inside whatever wait is under way, when the lease nodes change (one
   -- appears or goes): watched through a second client.
   local function on_change(observer, fn)
     observer:ensure_path(leases)
-    observer:get_children(leases, function() fn() end)
+    s:on_change(observer, fn, leases)
   end
-
-  setup(function()
-    server = testing.server()
-    -- a plain parent: a container shared by the tests could be deleted between two of them
-    helpers.client(server.hosts, "/cursem"):close()
-  end)
-  teardown(function() server:stop() end)
-
-  before_each(function()
-    counter = counter + 1
-    path = "/cursem/t" .. counter
-    leases = path .. "/leases"
-    zk = helpers.client(server.hosts)
-  end)
-
-  after_each(function()
-    for i = #programs, 1, -1 do
-      programs[i]:stop()
-      programs[i] = nil
-    end
-    helpers.drop(zk, path)
-  end)
 
   it("shares one limit both ways: a waiter on either side is granted on a release", function()
     local curator = start(2, "curator-1")
@@ -85,7 +61,7 @@ describe("Semaphore{layout = 'curator'} and InterProcessSemaphoreV2", function()
     waiter:send("acquire 200")
     waiter:expect("^timeout$")
     waiter:send("acquire")
-    testing.wait_for(function() return #children() == 3 end, 30, "Curator's waiting node")
+    s:wait_children(3, "Curator's waiting node", leases)
     assert.is_false(waiter:printed("^acquired"))
     assert.same({ "curator-1", "zklua-1" }, helpers.sorted(sem:lease_holders()))
     assert.is_true(sem:release())
@@ -145,7 +121,7 @@ describe("Semaphore{layout = 'curator'} and InterProcessSemaphoreV2", function()
     sem:on_lost(function() lost = true end)
     local curator = start(1, "curator-1")
     curator:send("acquire")
-    testing.wait_for(function() return #children() == 2 end, 30, "Curator's waiting node")
+    s:wait_children(2, "Curator's waiting node", leases)
     helpers.expire(holder)
     curator:expect("^acquired ", 60)
     testing.wait_for(function() return lost end, 30, "the holder to learn of LOST")
