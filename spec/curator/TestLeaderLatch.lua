@@ -30,30 +30,7 @@ local function wait_for_a_leader(client, latches)
   return get_leaders(latches)
 end
 
--- Java's BlockingQueue<String> of events: q.add(s), q.poll(timeout) -> the first event, or
--- nil when none came within timeout seconds (running client's event loop meanwhile).
-local function queue(client)
-  local q = { items = {} }
-  function q.add(s) q.items[#q.items + 1] = s end
-  function q.poll(timeout)
-    client.handler.wait(function() return #q.items > 0 end, timeout)
-    return table.remove(q.items, 1)
-  end
-  return q
-end
-
--- A client listener adding Curator's ConnectionState names to q.
-local function states_into(client, q)
-  local connected_once = false
-  client:add_listener(function(state)
-    if state == "CONNECTED" then
-      q.add(connected_once and "RECONNECTED" or "CONNECTED")
-      connected_once = true
-    else
-      q.add(state)
-    end
-  end)
-end
+local queue, states_into = support.queue, support.states_into
 
 local function children_count(client, path)
   return #client:get_children(path)

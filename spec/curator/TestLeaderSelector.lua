@@ -16,34 +16,7 @@ local support = require "curator.support"
 local PATH_NAME = "/one/two/me"
 local SELECTOR = "curator-selector"
 
--- A Java BlockingQueue of events on env's event loop: q.add(v), q.poll(timeout) -> the first
--- one, or nil when none came within timeout seconds.
-local function queue(env)
-  local q = { items = {} }
-  function q.add(v)
-    q.items[#q.items + 1] = v
-    env.handler.poke()
-  end
-  function q.poll(timeout)
-    env.handler.wait(function() return #q.items > 0 end, timeout)
-    return table.remove(q.items, 1)
-  end
-  return q
-end
-
--- A client listener adding Curator's ConnectionState names to q ("RECONNECTED": a CONNECTED
--- after the first).
-local function states_into(client, q)
-  local connected_once = false
-  client:add_listener(function(state)
-    if state == "CONNECTED" then
-      q.add(connected_once and "RECONNECTED" or "CONNECTED")
-      connected_once = true
-    else
-      q.add(state)
-    end
-  end)
-end
+local queue, states_into = support.queue, support.states_into
 
 -- Curator's LeaderSelector(client, path, listener): take(s) is takeLeadership (s the
 -- selector: s.interrupted() is true once Curator would have interrupted it).

@@ -107,6 +107,36 @@ function support.latch(env, count)
   return l
 end
 
+--- Java's BlockingQueue of events: q.add(v), q.poll(timeout) -> the first one, or nil when
+--- none came within timeout seconds, running env's event loop meanwhile (env: a client, or
+--- support.threads' env; an add wakes a coroutine handler's waiters).
+function support.queue(env)
+  local q = { items = {} }
+  function q.add(v)
+    q.items[#q.items + 1] = v
+    if env.handler.poke then env.handler.poke() end
+  end
+  function q.poll(timeout)
+    env.handler.wait(function() return #q.items > 0 end, timeout)
+    return table.remove(q.items, 1)
+  end
+  return q
+end
+
+--- A client listener adding Curator's ConnectionState names to q ("RECONNECTED": a CONNECTED
+--- after the first).
+function support.states_into(client, q)
+  local connected_once = false
+  client:add_listener(function(state)
+    if state == "CONNECTED" then
+      q.add(connected_once and "RECONNECTED" or "CONNECTED")
+      connected_once = true
+    else
+      q.add(state)
+    end
+  end)
+end
+
 --- Java's Semaphore for support.threads' coroutines: s.release(n), s.available(),
 --- s.acquire(n, timeout) -> true once n permits were taken, false after timeout seconds
 --- (without one: at most 60 s, then it raises).
