@@ -145,6 +145,22 @@ function check.options(fname, opts, allowed, argument)
   return opts
 end
 
+--- A recipe's layout option: nil (the first of names, the default) or one of names; the
+--- layout, or a BadArgumentsError listing them (hint: more words for it).
+function check.layout(fname, layout, names, hint)
+  if layout == nil then return names[1] end
+  for _, name in ipairs(names) do
+    if layout == name then return layout end
+  end
+  local quoted = {}
+  for i, name in ipairs(names) do quoted[i] = string.format("%q", name) end
+  local list = #quoted == 1 and quoted[1] or
+               table.concat(quoted, ", ", 1, #quoted - 1) .. " or " .. quoted[#quoted]
+  local got = type(layout) == "string" and string.format("%q", layout) or type(layout)
+  fail(fname, "layout", "option 'layout' must be " .. list .. " (got " .. got ..
+       (hint and "; " .. hint or "") .. ")")
+end
+
 --- A timeout in seconds: nil (no limit) or a number >= 0.
 function check.timeout(fname, timeout, argument)
   argument = argument or "timeout"

@@ -162,18 +162,13 @@ local function default_identifier()
 end
 
 local OPTIONS = { layout = "string" }
-local LAYOUTS = { kazoo = true, curator = true }
 
 function recipes.DoubleBarrier(client, path, num_clients, identifier, opts)
   local fname = "DoubleBarrier"
   path = check.kazoo_path(fname, path)
   if type(identifier) == "table" and opts == nil then identifier, opts = nil, identifier end
   opts = check.options(fname, opts, OPTIONS)
-  local layout = opts.layout or "kazoo"
-  if not LAYOUTS[layout] then
-    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
-               string.format("%q", layout) .. ")")
-  end
+  local layout = check.layout(fname, opts.layout, { "kazoo", "curator" })
   if not compat.is_integer(num_clients) or num_clients < 1 or num_clients > 2147483647 then
     check.fail(fname, "num_clients", "num_clients must be a positive integer (got " ..
                tostring(num_clients) .. ")")

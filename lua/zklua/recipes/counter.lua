@@ -163,12 +163,8 @@ function recipes.Counter(client, path, default, opts)
   local curator = opts.support_curator
   if curator ~= nil then curator = check.flag(fname, curator, "support_curator") end
   local kind = (compat.is_integer(default) and not opts.float) and "int" or "float"
-  local layout = opts.layout or "kazoo"
-  if layout ~= "kazoo" and layout ~= ATOMIC_LONG then
-    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"" .. ATOMIC_LONG ..
-               "\" (got " .. string.format("%q", layout) .. "; Curator's SharedCount is " ..
-               "support_curator = true)")
-  end
+  local layout = check.layout(fname, opts.layout, { "kazoo", ATOMIC_LONG },
+                              "Curator's SharedCount is support_curator = true")
   if layout == ATOMIC_LONG then
     if curator then
       check.fail(fname, "support_curator", "support_curator (SharedCount, 4 bytes) and layout " ..

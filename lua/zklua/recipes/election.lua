@@ -407,11 +407,8 @@ function recipes.Election(client, path, identifier, opts)
                type(identifier) .. ")")
   end
   check.value("Election", identifier, path, "identifier")
-  if type(opts) == "table" and opts.layout ~= nil and opts.layout ~= "kazoo" and
-     opts.layout ~= "curator" and opts.layout ~= SELECTOR then
-    check.fail("Election", "layout", "option 'layout' must be \"kazoo\", \"curator\" or \"" ..
-               SELECTOR .. "\" (got " .. (type(opts.layout) == "string" and
-               string.format("%q", opts.layout) or type(opts.layout)) .. ")")
+  if type(opts) == "table" then
+    check.layout("Election", opts.layout, { "kazoo", "curator", SELECTOR })
   end
   local policy
   if type(opts) == "table" and opts.error_policy ~= nil then

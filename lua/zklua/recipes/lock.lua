@@ -106,7 +106,6 @@ local function patterns_of(fname, patterns)
 end
 
 local OPTIONS = { layout = "string", container = "boolean", extra_lock_patterns = "table" }
-local LAYOUTS = { kazoo = true, curator = true }
 
 -- Whether the third argument is an options table (string keys) rather than kazoo's list.
 local function is_options(arg)
@@ -116,11 +115,7 @@ end
 --- The C lock kind, layout and container choice for fname's opts, checked; curator_kind:
 --- the Curator kind of this class, nil when it has none.
 local function kind_of(fname, kind, opts, curator_kind)
-  local layout = opts.layout or "kazoo"
-  if not LAYOUTS[layout] then
-    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
-               string.format("%q", layout) .. ")")
-  end
+  local layout = check.layout(fname, opts.layout, { "kazoo", "curator" })
   if layout == "curator" then
     if not curator_kind then
       check.fail(fname, "layout", fname .. " has no Curator layout")

@@ -138,17 +138,12 @@ Semaphore.with = base.with
 base.install_lost(Semaphore, "semaphore")
 
 local OPTIONS = { layout = "string" }
-local LAYOUTS = { kazoo = true, curator = true }
 
 function recipes.Semaphore(client, path, identifier, max_leases, opts)
   local fname = "Semaphore"
   path = check.kazoo_path(fname, path)
   opts = check.options(fname, opts, OPTIONS)
-  local layout = opts.layout or "kazoo"
-  if not LAYOUTS[layout] then
-    check.fail(fname, "layout", "option 'layout' must be \"kazoo\" or \"curator\" (got " ..
-               string.format("%q", layout) .. ")")
-  end
+  local layout = check.layout(fname, opts.layout, { "kazoo", "curator" })
   if identifier ~= nil and type(identifier) ~= "string" then
     check.fail(fname, "identifier", "identifier must be a string or nil (got " ..
                type(identifier) .. ")")
