@@ -73,34 +73,28 @@ describe("examples", function()
     kids:cleanup()
   end)
 
-  it("tls.lua connects over TLS to a server of its own", function()
-    local ok, out = run_example("tls.lua", server.hosts)
-    if require("zklua").build.tls then
+  -- An example that needs a feature of the C client (build.tls or build.sasl): it prints
+  -- expected on a build with it, and says how to get one on a build without.
+  local function feature_example(name, feature, expected)
+    local ok, out = run_example(name, server.hosts)
+    if require("zklua").build[feature] then
       assert.is_true(ok, out)
-      assert.matches("/over-tls\thello", out, 1, true)
-    else -- a build without TLS says how to get one
+      assert.matches(expected, out, 1, true)
+    else
       assert.matches("ZK_CLIENT=source", out, 1, true)
     end
+  end
+
+  it("tls.lua connects over TLS to a server of its own", function()
+    feature_example("tls.lua", "tls", "/over-tls\thello")
   end)
 
   it("sasl.lua connects with SASL DIGEST-MD5 to a server of its own", function()
-    local ok, out = run_example("sasl.lua", server.hosts)
-    if require("zklua").build.sasl then
-      assert.is_true(ok, out)
-      assert.matches("hello\nfalse\tNoAuthError", out, 1, true)
-    else -- a build without SASL says how to get one
-      assert.matches("ZK_CLIENT=source", out, 1, true)
-    end
+    feature_example("sasl.lua", "sasl", "hello\nfalse\tNoAuthError")
   end)
 
   it("x509.lua gives a node to one client certificate; another gets NoAuthError", function()
-    local ok, out = run_example("x509.lua", server.hosts)
-    if require("zklua").build.tls then
-      assert.is_true(ok, out)
-      assert.matches("CN=alice,OU=zklua-test,O=zklua\nsecret\nfalse\tNoAuthError", out, 1, true)
-    else -- a build without TLS says how to get one
-      assert.matches("ZK_CLIENT=source", out, 1, true)
-    end
+    feature_example("x509.lua", "tls", "CN=alice,OU=zklua-test,O=zklua\nsecret\nfalse\tNoAuthError")
   end)
 
   it("cqueues.lua runs three coroutines through one lock under the cqueues handler", function()
