@@ -32,9 +32,9 @@ describe("SASL options", function()
     refused(errors.ConfigurationError, { sasl_options = { mechanism = "DIGEST-MD5" } },
             "needs username and password")
     refused(errors.ConfigurationError, { sasl_options = { mechanism = "PLAIN", username = "a",
-            password = "b" } }, "PLAIN is not supported")
-    refused(errors.ConfigurationError, { sasl_options = { mechanism = "GSSAPI" } },
-            "GSSAPI (Kerberos) is not supported yet")
+            password = "b" } }, "PLAIN is not supported; DIGEST-MD5 and GSSAPI are")
+    refused(errors.ConfigurationError, { sasl_options = { username = "a", password = "b" } },
+            "mechanism is required")
     refused(errors.ConfigurationError, { sasl_options = sasl("bob"), use_ssl = true,
             certfile = "/c", keyfile = "/k" }, "SASL over TLS is not possible")
   end)

@@ -248,6 +248,7 @@ function Client.new(arg)
   end
   local sasl_params = sasl.params(opts) -- first: it refuses use_ssl with sasl_options
   self._sasl = sasl_params and sasl.describe(sasl_params)
+  self._sasl_causes = sasl_params and sasl.causes(sasl_params)
   local tls_cert = tls.cert_string(opts)
   self.use_ssl = tls_cert ~= nil
   self._session = core.session(connect_order(hosts, randomize), math.floor(timeout * 1000 + 0.5),
@@ -457,9 +458,11 @@ function Client:start(timeout)
     end
   end
   if self.client_state == "AUTH_FAILED" then
+    local reason = self._sasl and self._session and self._session:last_sasl_failure()
     self:stop()
-    errors.raise(errors.AuthFailedError, self._sasl and "the server refused the client's " ..
-                 self._sasl .. " (wrong password, or a user the server does not know)" or
+    errors.raise(errors.AuthFailedError, reason and "the client's " .. self._sasl ..
+                 " failed: " .. reason or self._sasl and "the server refused the client's " ..
+                 self._sasl .. " (" .. self._sasl_causes .. ")" or
                  "the server refused the client's auth_data")
   end
   if not connected then

@@ -245,6 +245,34 @@ int zkl_log_sink_last_tls_failure(zkl_log_sink *sink, char *buf, size_t size)
     return found ? 0 : -1;
 }
 
+/* On the library's I/O thread, at its "Starting SASL negotiation: " or "During SASL
+ * negotiation: " line: Cyrus SASL's error string and detail, kept for the session. */
+static void keep_sasl_reason(zkl_log_sink *sink, const library_line *line)
+{
+    static const char marker[] = "SASL negotiation: ";
+    const char *end = line->text + line->text_len;
+    for (const char *c = line->text; c + sizeof marker - 1 <= end; c++) {
+        if (memcmp(c, marker, sizeof marker - 1) == 0) {
+            const char *reason = c + sizeof marker - 1;
+            pthread_mutex_lock(&sink->mutex);
+            snprintf(sink->last_sasl_failure, sizeof sink->last_sasl_failure, "%.*s",
+                     (int)(end - reason), reason);
+            pthread_mutex_unlock(&sink->mutex);
+            return;
+        }
+    }
+}
+
+int zkl_log_sink_last_sasl_failure(zkl_log_sink *sink, char *buf, size_t size)
+{
+    pthread_mutex_lock(&sink->mutex);
+    int found = sink->last_sasl_failure[0] != '\0';
+    if (found)
+        snprintf(buf, size, "%s", sink->last_sasl_failure);
+    pthread_mutex_unlock(&sink->mutex);
+    return found ? 0 : -1;
+}
+
 void zkl_log_sink_connected(zkl_log_sink *sink)
 {
     pthread_mutex_lock(&sink->mutex);
@@ -261,6 +289,8 @@ static void take_line(zkl_log_sink *sink, const char *message)
     char with_reason[512];
     if (line.level == ZOO_LOG_LEVEL_ERROR && strstr(message, "ssl connect"))
         add_tls_reason(sink, &line, with_reason, sizeof with_reason);
+    if (line.level == ZOO_LOG_LEVEL_ERROR && strstr(message, "SASL negotiation: "))
+        keep_sasl_reason(sink, &line);
     if (line.level <= sink->level)
         forward_line(sink, &line);
     if (sink->reconnect && is_socket_failure(&line))

@@ -46,7 +46,8 @@ enum {
     ZKL_LOG_QUEUED = 1000, /* lines waiting for the owner, at most */
     ZKL_LOG_PLACES = 16,   /* places whose repeats are tracked (the least recent is reused) */
     ZKL_LOG_WHERE_SIZE = 64,
-    ZKL_LOG_TLS_REASON_SIZE = 160
+    ZKL_LOG_TLS_REASON_SIZE = 160,
+    ZKL_LOG_SASL_REASON_SIZE = 320
 };
 
 typedef struct zkl_log_place {
@@ -71,6 +72,10 @@ typedef struct zkl_log_sink {
      * connection): the library logs only "error in ssl connect"; the sink adds the reason to
      * that line and keeps it for the error a start() that timed out raises. */
     char last_tls_failure[ZKL_LOG_TLS_REASON_SIZE];
+    /* Cyrus SASL's reason the last SASL exchange failed on the client's side (GSSAPI: no
+     * credentials, no KDC, a principal the KDC does not know), from the library's "Starting
+     * SASL negotiation" / "During SASL negotiation" line; kept for AuthFailedError. */
+    char last_sasl_failure[ZKL_LOG_SASL_REASON_SIZE];
     atomic_long queued;      /* lines pushed and not yet taken by the owner */
 } zkl_log_sink;
 
@@ -88,6 +93,9 @@ void zkl_log_sink_unbind(zkl_log_sink *sink);
 /* The reason the last TLS handshake failed, copied into buf; 0, or -1 when none failed since
  * zkl_log_sink_connected().  Any thread. */
 int zkl_log_sink_last_tls_failure(zkl_log_sink *sink, char *buf, size_t size);
+/* The reason the last SASL exchange failed on the client's side, copied into buf; 0, or -1
+ * when none failed.  Any thread. */
+int zkl_log_sink_last_sasl_failure(zkl_log_sink *sink, char *buf, size_t size);
 /* The session connected: forget the last TLS failure. */
 void zkl_log_sink_connected(zkl_log_sink *sink);
 

@@ -848,3 +848,8 @@ int zkl_session_last_tls_failure(zkl_session *s, char *buf, size_t size)
 {
     return zkl_log_sink_last_tls_failure(&s->log, buf, size);
 }
+
+int zkl_session_last_sasl_failure(zkl_session *s, char *buf, size_t size)
+{
+    return zkl_log_sink_last_sasl_failure(&s->log, buf, size);
+}

@@ -104,6 +104,10 @@ long zkl_session_pending_ops(zkl_session *s);
 /* The reason the last TLS handshake of this session failed ("certificate verify failed",
  * ...), copied into buf (size bytes); 0, or -1 when none failed since the last connection. */
 int zkl_session_last_tls_failure(zkl_session *s, char *buf, size_t size);
+/* Cyrus SASL's reason the last SASL exchange of this session failed on the client's side
+ * (GSSAPI: "... Cannot contact any KDC for realm ..."), copied into buf; 0, or -1 when none
+ * did (a refusal by the server is AUTH_FAILED without one). */
+int zkl_session_last_sasl_failure(zkl_session *s, char *buf, size_t size);
 /* Sends the reads that wait in the session's cork (ops.c) now, instead of at the owner's next
  * wait or dispatch: for a host that suspends the caller and dispatches later. */
 void zkl_session_flush(zkl_session *s);

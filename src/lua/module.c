@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "../core/clock.h"
 #include "../core/digest.h"
 #include "../core/features.h"
+#include "../core/kerberos.h"
 #include "../core/log.h"
 #include "../core/net.h"
 #include "../core/path.h"
@@ -182,6 +184,37 @@ static int core_four_letter(lua_State *L)
     return 1;
 }
 
+/* setenv(name, value): this process's environment, for the programs and libraries it runs
+ * (zklua.testing.kdc: MIT Kerberos reads KRB5_CONFIG, KRB5CCNAME and KRB5_CLIENT_KTNAME when
+ * a SASL GSSAPI exchange starts).  Call it before clients that read it start: the library's
+ * threads read the environment. */
+static int core_setenv(lua_State *L)
+{
+    const char *name = luaL_checkstring(L, 1);
+    const char *value = luaL_checkstring(L, 2);
+    if (name[0] == '\0' || strchr(name, '='))
+        return luaL_argerror(L, 1, "an environment variable's name, without '='");
+    if (setenv(name, value, 1) != 0)
+        return luaL_error(L, "setenv %s: %s", name, strerror(errno));
+    return 0;
+}
+
+/* kerberos_principal() -> the principal of this process's default Kerberos credentials and
+ * where they are, or nil and why (kerberos.h) */
+static int core_kerberos_principal(lua_State *L)
+{
+    char name[256], where[512], why[512];
+    if (zkl_kerberos_default_principal(name, sizeof name, where, sizeof where, why,
+                                       sizeof why) != 0) {
+        lua_pushnil(L);
+        lua_pushstring(L, why);
+        return 2;
+    }
+    lua_pushstring(L, name);
+    lua_pushstring(L, where);
+    return 2;
+}
+
 static const luaL_Reg core_functions[] = {
     {"path_problem", core_path_problem},
     {"digest_credential", core_digest_credential},
@@ -193,6 +226,8 @@ static const luaL_Reg core_functions[] = {
     {"library_log_level", core_library_log_level},
     {"free_port", core_free_port},
     {"four_letter", core_four_letter},
+    {"setenv", core_setenv},
+    {"kerberos_principal", core_kerberos_principal},
     {NULL, NULL},
 };
 

@@ -236,6 +236,16 @@ static int session_last_tls_failure(lua_State *L)
     return 1;
 }
 
+/* last_sasl_failure() -> Cyrus SASL's reason the last SASL exchange failed here, or nil */
+static int session_last_sasl_failure(lua_State *L)
+{
+    char reason[512];
+    if (zkl_session_last_sasl_failure(check_session(L), reason, sizeof reason) != 0)
+        return 0;
+    lua_pushstring(L, reason);
+    return 1;
+}
+
 static int session_failed_connection_attempts(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)zkl_session_failed_connection_attempts(check_session(L)));
@@ -801,6 +811,7 @@ static const luaL_Reg session_methods[] = {
     {"window_use", session_window_use},
     {"failed_connection_attempts", session_failed_connection_attempts},
     {"last_tls_failure", session_last_tls_failure},
+    {"last_sasl_failure", session_last_sasl_failure},
     {"hold_reconnection", session_hold_reconnection},
     {"close", session_close},
     {"fileno", session_fileno},
