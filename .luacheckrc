@@ -29,6 +29,7 @@ files["bench/strategies_bench.lua"] = { read_globals = { "unpack" } }
 files["lua/zklua/recipes/partitioning/strategies.lua"] = { read_globals = { "setfenv" } }
 files["lua/zklua/testing.lua"] = { read_globals = { "newproxy" } }
 files["lua/zklua/testing/proxy.lua"] = { read_globals = { "newproxy" } }
+files["lua/zklua/testing/kdc.lua"] = { read_globals = { "newproxy" } }
 files["spec/locking_queue_spec.lua"] = { read_globals = { "jit" } }
 
 -- Fixtures that are wrong on purpose: a strategy script that sets a global (the sandbox must

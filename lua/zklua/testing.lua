@@ -30,6 +30,12 @@
 --   local zk = zklua.client{ hosts = s.hosts, sasl_options = { mechanism = "DIGEST-MD5",
 --                            username = "bob", password = "secret" } }
 --
+--   local kdc = testing.kdc()                  -- a throwaway MIT KDC (zklua.testing.kdc)
+--   local k = testing.server({ sasl = { kerberos = kdc } }) -- SASL GSSAPI: Krb5LoginModule,
+--                                              -- zookeeper/127.0.0.1@ZKLUA.TEST from kdc;
+--                                              -- remove_realm = true, remove_host = true: the
+--                                              -- server's kerberos.remove*FromPrincipal
+--
 --   local p = testing.proxy(server:node(1))    -- network faults on command, no timing race:
 --   local zk = zklua.client(p.hosts)           -- p:silence("down"), p:cut_reply("delete"),
 --                                              -- p:drop(), p:resume() (zklua.testing.proxy)
@@ -224,6 +230,16 @@ function Node:start(timeout)
                                  5 * self.cluster.tick_time)
   if self.cluster.sasl then
     props = props .. "-Djava.security.auth.login.config=" .. shell_quote(self.cluster.sasl.jaas) .. " "
+    local kdc = self.cluster.sasl.kerberos
+    if kdc then -- the KDC's krb5.conf (its realm), never the machine's
+      props = props .. "-Djava.security.krb5.conf=" .. shell_quote(kdc.krb5_conf) .. " "
+      for option, property in pairs({ remove_realm = "removeRealmFromPrincipal",
+                                      remove_host = "removeHostFromPrincipal" }) do
+        if self.cluster.sasl[option] then
+          props = props .. "-Dzookeeper.kerberos." .. property .. "=true "
+        end
+      end
+    end
   end
   local java_opts = JAVA_OPTS
   if self.cluster.heap then java_opts = java_opts:gsub("%-Xmx%S+", "-Xmx" .. self.cluster.heap) end
@@ -433,10 +449,38 @@ local function write_jaas(path, users)
   write_file(path, table.concat(lines, "\n") .. "\n")
 end
 
+-- The JAAS file of a cluster started with sasl = {kerberos = kdc}: Java's Krb5LoginModule, the
+-- server side of SASL GSSAPI, with the service principal zookeeper/127.0.0.1 (the name a
+-- client that connects to 127.0.0.1 asks its KDC for: the C client gives Cyrus SASL the
+-- server's address as its host, kazoo the host of its hosts string) from a keytab that
+-- kdc:add_principal exported.  The server never asks the KDC: it only decrypts tickets.
+local function write_kerberos_jaas(path, kdc)
+  local principal = kdc:principal("zookeeper/127.0.0.1")
+  local keytab = kdc:add_principal("zookeeper/127.0.0.1")
+  write_file(path, table.concat({
+    "Server {",
+    "  com.sun.security.auth.module.Krb5LoginModule required",
+    "  isInitiator=false",
+    "  useKeyTab=true",
+    '  keyTab="' .. keytab .. '"',
+    "  storeKey=true",
+    "  useTicketCache=false",
+    '  principal="' .. principal .. '";',
+    "};",
+    "",
+  }, "\n"))
+end
+
 local function make_sasl(dir, opts)
-  local users = assert(type(opts) == "table" and opts.users, "sasl = {users = {name = password}}")
-  local sasl = { jaas = dir .. "/jaas.conf", users = users }
-  write_jaas(sasl.jaas, users)
+  assert(type(opts) == "table" and (opts.users or opts.kerberos),
+         "sasl = {users = {name = password}} or {kerberos = testing.kdc()}")
+  local sasl = { jaas = dir .. "/jaas.conf", users = opts.users, kerberos = opts.kerberos,
+                 remove_realm = opts.remove_realm, remove_host = opts.remove_host }
+  if opts.kerberos then
+    write_kerberos_jaas(sasl.jaas, opts.kerberos)
+  else
+    write_jaas(sasl.jaas, opts.users)
+  end
   return sasl
 end
 
@@ -709,6 +753,18 @@ function testing.expire_session(zk, timeout, hosts)
           (closed and " and a session timeout" or ""), 2)
   end
   return id
+end
+
+--- A throwaway MIT Kerberos KDC on loopback, started and ready (zklua.testing.kdc): for
+-- testing.server{sasl = {kerberos = kdc}} and clients with sasl_options GSSAPI.
+function testing.kdc(opts)
+  local util = { make_temp_dir = make_temp_dir, free_port = core.free_port, run = run,
+                 read_command = read_command, pid_alive = pid_alive,
+                 start_watched = start_watched,
+                 port_open = function(port)
+                   return run("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null")
+                 end }
+  return require("zklua.testing.kdc").new(util, opts)
 end
 
 --- A fault-injection proxy in front of a node (or a port): see zklua.testing.proxy.
