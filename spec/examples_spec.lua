@@ -93,6 +93,10 @@ describe("examples", function()
     feature_example("sasl.lua", "sasl", "hello\nfalse\tNoAuthError")
   end)
 
+  it("kerberos.lua connects with SASL GSSAPI to a server and a KDC of its own", function()
+    feature_example("kerberos.lua", "sasl", "hello\tbob@ZKLUA.TEST\nfalse\tNoAuthError")
+  end)
+
   it("x509.lua gives a node to one client certificate; another gets NoAuthError", function()
     feature_example("x509.lua", "tls", "CN=alice,OU=zklua-test,O=zklua\nsecret\nfalse\tNoAuthError")
   end)
