@@ -73,7 +73,7 @@ describe("examples", function()
     kids:cleanup()
   end)
 
-  -- An example that needs a feature of the C client (build.tls or build.sasl): it prints
+  -- An example that needs a feature of the C client (build.tls, build.sasl, build.tls_sasl): it prints
   -- expected on a build with it, and says how to get one on a build without.
   local function feature_example(name, feature, expected)
     local ok, out = run_example(name, server.hosts)
@@ -95,6 +95,10 @@ describe("examples", function()
 
   it("kerberos.lua connects with SASL GSSAPI to a server and a KDC of its own", function()
     feature_example("kerberos.lua", "sasl", "hello\tbob@ZKLUA.TEST\nfalse\tNoAuthError")
+  end)
+
+  it("tls_sasl.lua connects with SASL DIGEST-MD5 over TLS; another user gets NoAuthError", function()
+    feature_example("tls_sasl.lua", "tls_sasl", "hello\nfalse\tNoAuthError")
   end)
 
   it("x509.lua gives a node to one client certificate; another gets NoAuthError", function()

@@ -35,8 +35,6 @@ describe("SASL options", function()
             password = "b" } }, "PLAIN is not supported; DIGEST-MD5 and GSSAPI are")
     refused(errors.ConfigurationError, { sasl_options = { username = "a", password = "b" } },
             "mechanism is required")
-    refused(errors.ConfigurationError, { sasl_options = sasl("bob"), use_ssl = true,
-            certfile = "/c", keyfile = "/k" }, "SASL over TLS is not possible")
   end)
 
   it("a build without SASL refuses sasl_options, saying how to get one", function()

@@ -246,7 +246,7 @@ function Client.new(arg)
     check.fail("client", "client_id", "client_id must be {session_id, password} as " ..
                "zk:client_id() returns them")
   end
-  local sasl_params = sasl.params(opts) -- first: it refuses use_ssl with sasl_options
+  local sasl_params = sasl.params(opts) -- first: it refuses use_ssl with sasl_options if it must
   self._sasl = sasl_params and sasl.describe(sasl_params)
   self._sasl_causes = sasl_params and sasl.causes(sasl_params)
   local tls_cert = tls.cert_string(opts)

@@ -9,9 +9,10 @@ local Retry = require "zklua.retry"
 local blocking = require "zklua.handlers.blocking"
 
 local client_library = core.zookeeper
-local features = {}
-for _, name in ipairs({ "tls", "sasl" }) do
-  features[#features + 1] = (client_library[name] and "" or "no ") .. name
+local function feature(has, name) return (has and "" or "no ") .. name end
+local features = { feature(client_library.tls, "tls"), feature(client_library.sasl, "sasl") }
+if client_library.tls and client_library.sasl then
+  features[3] = feature(client_library.tls_sasl, "sasl over tls")
 end
 
 local zklua = {
@@ -22,6 +23,7 @@ local zklua = {
     zookeeper_build = client_library.build, -- "Debian source package" or "system library"
     tls = client_library.tls,
     sasl = client_library.sasl,
+    tls_sasl = client_library.tls_sasl, -- SASL over TLS (zklua's patch to the C client)
     description = "zklua " .. core.version .. ", ZooKeeper C client " ..
       client_library.version .. " (" .. client_library.build .. "): " ..
       table.concat(features, ", "),

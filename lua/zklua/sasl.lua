@@ -6,10 +6,12 @@
 -- DIGEST-MD5 the server's name is "zk-sasl-md5", the name ZooKeeper's servers give
 -- themselves (kazoo sets the same); principal is used by GSSAPI only (as kazoo: pure-sasl
 -- ignores it for DIGEST-MD5).  GSSAPI (Kerberos) uses the process's Kerberos credentials
--- (see gssapi below).  What zklua cannot do is refused here with a ConfigurationError before
--- anything is sent: SASL on a build whose C client has none, a mechanism other than
--- DIGEST-MD5 and GSSAPI, SASL together with use_ssl (the C client has no call for both).
--- Bad values are BadArgumentsError naming the field.
+-- (see gssapi below).  With use_ssl the exchange runs over TLS, after each handshake
+-- (zookeeper_init_ssl_sasl, zklua's patch to the C client).  What zklua cannot do is refused
+-- here with a ConfigurationError before anything is sent: SASL on a build whose C client has
+-- none, a mechanism other than DIGEST-MD5 and GSSAPI, SASL together with use_ssl on a build
+-- whose C client has no call for both (a system library).  Bad values are BadArgumentsError
+-- naming the field.
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -88,9 +90,11 @@ function sasl.params(opts)
            "default), which builds the C client with TLS and SASL from Debian's zookeeper " ..
            "source package")
   end
-  if opts.use_ssl then
-    refuse("SASL over TLS is not possible: ZooKeeper 3.8's C client has no call for both " ..
-           "(use SASL on a plaintext port, or TLS with client certificates)")
+  if opts.use_ssl and client.tls and not client.tls_sasl then
+    refuse("SASL over TLS needs zookeeper_init_ssl_sasl, which this zklua's ZooKeeper C " ..
+           "client has not got (" .. client.build .. " " .. client.version .. "); build " ..
+           "zklua with `make` (ZK_CLIENT=source, the default), which builds the C client " ..
+           "with zklua's patch for it from Debian's zookeeper source package")
   end
   local mechanism = o.mechanism
   if mechanism == nil then refuse("mechanism is required (\"DIGEST-MD5\" or \"GSSAPI\")") end

@@ -115,14 +115,20 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     return s;
 }
 
-/* zookeeper_init2, zookeeper_init_sasl for a SASL session, or zookeeper_init_ssl for a TLS
- * session.  The latter takes no log
+/* zookeeper_init2, zookeeper_init_sasl for a SASL session, zookeeper_init_ssl for a TLS
+ * session, or zookeeper_init_ssl_sasl (zklua's patch to the C client) for SASL over TLS.
+ * zookeeper_init_ssl takes no log
  * callback: it is set once the handle exists, and a line logged before that (only an ERROR
  * can be: the process-wide level) goes to the library's stream, pointed at /dev/null, never
  * to stderr (this copy of the library is zklua's own: linked into it statically). */
 static zhandle_t *open_library_handle(zkl_session *s, const clientid_t *resume,
                                       zkl_handle_ctx *hc, int flags, log_callback_fn log_line)
 {
+#ifdef ZKL_HAVE_TLS_SASL
+    if (s->tls_cert && s->sasl)
+        return zookeeper_init_ssl_sasl(s->hosts, s->tls_cert, on_session_event, s->timeout_ms,
+                                       resume, hc, flags, log_line, zkl_sasl_params(s->sasl));
+#endif
 #ifdef ZKL_HAVE_TLS
     if (s->tls_cert) {
         static FILE *nowhere;

@@ -36,8 +36,9 @@ typedef struct zkl_session_options {
      * check the files with zkl_tls_check() first); only with ZKL_HAVE_TLS (features.h). */
     const char *tls_cert;
     /* NULL: no SASL.  Else SASL credentials (sasl.h) for zookeeper_init_sasl, owned by the
-     * session from zkl_session_new() on, even when it fails; never with tls_cert (the C client
-     * has no call for both). */
+     * session from zkl_session_new() on, even when it fails; with tls_cert only with
+     * ZKL_HAVE_TLS_SASL (zookeeper_init_ssl_sasl: SASL over TLS, zklua's patch to the C
+     * client; a system library has no call for both). */
     struct zkl_sasl *sasl;
 } zkl_session_options;
 

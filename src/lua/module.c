@@ -70,7 +70,7 @@ static int core_tls_check(lua_State *L)
 }
 
 /* core.zookeeper = {version = "3.8.0", build = "Debian source package", tls = bool, sasl = bool,
- * set_watches_in_batches = bool}:
+ * tls_sasl = bool (SASL over TLS), set_watches_in_batches = bool}:
  * the C client linked in (features.h) */
 static void push_client_features(lua_State *L)
 {
@@ -91,6 +91,12 @@ static void push_client_features(lua_State *L)
     lua_pushboolean(L, 0);
 #endif
     lua_setfield(L, -2, "sasl");
+#ifdef ZKL_HAVE_TLS_SASL
+    lua_pushboolean(L, 1);
+#else
+    lua_pushboolean(L, 0);
+#endif
+    lua_setfield(L, -2, "tls_sasl");
     /* the project's build re-registers watches in 128 KiB batches (a patch): past ~40k
      * watches a reconnection works; the system library's one SetWatches does not */
 #ifdef ZKL_SET_WATCHES_IN_BATCHES

@@ -125,8 +125,10 @@ static int session_new(lua_State *L)
 #endif
     if (!lua_isnoneornil(L, 8)) {
         luaL_checktype(L, 8, LUA_TTABLE);
+#ifndef ZKL_HAVE_TLS_SASL
         if (o.tls_cert)
-            return luaL_argerror(L, 8, "SASL and TLS together: the C client has no call for both");
+            return luaL_argerror(L, 8, "SASL and TLS together: this C client has no call for both");
+#endif
         const char *field[5] = {"mechanism", "service", "host", "username", "password"};
         const char *value[5];
         for (int i = 0; i < 5; i++) {
