@@ -6,6 +6,8 @@
 --   p:send("acquire"); p:expect("^acquired$", 30)
 --   p:kill()                               -- SIGKILL by PID (a fault)
 --   p:stop()                               -- "quit", then SIGKILL by PID if it has not exited
+--   java.start_with({ properties = { ["zookeeper.client.secure"] = "true" }, jars = java.NETTY },
+--                   "CuratorSecureClient", ...) -- with JVM system properties and more jars
 --
 -- java.start compiles the named program, spec/fixtures/java/<Name>.java (with Fixture.java,
 -- the line protocol every program shares), with javac against the Debian jars in
@@ -29,15 +31,23 @@ java.JARS = { "curator-client", "curator-framework", "curator-recipes", "curator
               "zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop",
               "jackson-databind", "jackson-core", "jackson-annotations" }
 
+--- Netty, which the ZooKeeper client's TLS socket (ClientCnxnSocketNetty) needs (Debian's
+--- libnetty-java), for start_with's jars.
+java.NETTY = { "netty-buffer", "netty-codec", "netty-common", "netty-handler", "netty-resolver",
+               "netty-transport", "netty-transport-native-epoll",
+               "netty-transport-native-unix-common" }
+
 local SOURCES = "spec/fixtures/java"
 local CLASSES = "build/java"
 local JVM_OPTS = { "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto" }
 
 local OWNER_PID = assert(io.open("/proc/self/stat", "r"):read("*l"):match("^%d+"))
 
-local function classpath()
+local function classpath(more)
   local parts = {}
-  for i, jar in ipairs(java.JARS) do parts[i] = "/usr/share/java/" .. jar .. ".jar" end
+  for _, list in ipairs({ java.JARS, more or {} }) do
+    for _, jar in ipairs(list) do parts[#parts + 1] = "/usr/share/java/" .. jar .. ".jar" end
+  end
   return table.concat(parts, ":")
 end
 
@@ -93,6 +103,12 @@ Program.__index = Program
 --- Compiles (once) and starts program name with args (converted with tostring; the owner PID
 --- goes first); returns it once it printed "ready" (its stdin is open).
 function java.start(name, ...)
+  return java.start_with({}, name, ...)
+end
+
+--- java.start with opts.properties ({name = value}: -Dname=value on the JVM's command line)
+--- and opts.jars (more jars of /usr/share/java on its class path, e.g. java.NETTY).
+function java.start_with(opts, name, ...)
   local classes = java.compile(name)
   local fifo = os.tmpname()
   os.remove(fifo)
@@ -101,8 +117,14 @@ function java.start(name, ...)
   local input = assert(io.open(fifo, "r+"))
   local argv = { "sh", "-c", 'exec "$@" 0<>"$0"', fifo, "java" }
   for _, o in ipairs(JVM_OPTS) do argv[#argv + 1] = o end
+  local properties = {}
+  for key, value in pairs(opts.properties or {}) do
+    properties[#properties + 1] = "-D" .. key .. "=" .. tostring(value)
+  end
+  table.sort(properties)
+  for _, p in ipairs(properties) do argv[#argv + 1] = p end
   argv[#argv + 1] = "-cp"
-  argv[#argv + 1] = classes .. ":" .. classpath()
+  argv[#argv + 1] = classes .. ":" .. classpath(opts.jars)
   argv[#argv + 1] = name
   argv[#argv + 1] = OWNER_PID
   for i = 1, select("#", ...) do argv[#argv + 1] = tostring((select(i, ...))) end
