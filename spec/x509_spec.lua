@@ -4,7 +4,8 @@
 -- servers: the holder of that certificate reads and writes, another certificate gets
 -- NoAuthError and changes nothing, no certificate or one from an unknown CA is refused at
 -- connect within the timeout; and kazoo (python3-kazoo, use_ssl) holding the same certificate
--- reads the node zklua made, with another one it is refused.
+-- reads the node zklua made, with another one it is refused.  On a 3-node ensemble the same
+-- holds through every member, and again after the leader is killed.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
@@ -179,5 +180,81 @@ describe("x509 ACLs on a server with clientAuth=need", function()
     local data, stat = za:get("/x509/shared")
     assert.are.equal("from kazoo", data)
     assert.are.equal(1, stat.version)
+  end)
+end)
+
+describe("x509 ACLs on a 3-node TLS ensemble with clientAuth=need", function()
+  local ens, a, b
+  local clients = {}
+
+  -- a client with cert, to hosts (one member's TLS port, or all of them)
+  local function started(cert, hosts)
+    local o = ens:tls_options(cert)
+    o.hosts, o.timeout = hosts, 20
+    local c = zklua.client(o)
+    clients[#clients + 1] = c
+    c:start(30)
+    return c
+  end
+
+  -- through each member still running: cert a reads and writes the node, cert b is refused
+  -- everything and changes nothing
+  local function check_members(path, version)
+    for i = 1, 3 do
+      local node = ens:node(i)
+      if node.pid then
+        local za, zb = started(a, node.secure_hosts), started(b, node.secure_hosts)
+        za:sync(path) -- this member has seen every write acknowledged before
+        local data, stat = za:get(path)
+        assert.are.equal("v" .. version, data, "through node " .. i)
+        assert.are.equal(version, stat.version)
+        za:set(path, "v" .. version + 1, version)
+        version = version + 1
+        zb:sync(path)
+        raises(errors.NoAuthError, zb.get, zb, path)
+        raises(errors.NoAuthError, zb.set, zb, path, "b")
+        raises(errors.NoAuthError, zb.create, zb, path .. "/b", "b")
+        raises(errors.NoAuthError, zb.set_acls, zb, path, security.OPEN_ACL_UNSAFE)
+        local after, astat = za:get(path)
+        assert.are.equal("v" .. version, after)
+        assert.are.equal(version, astat.version)
+        assert.are.equal(0, astat.numChildren)
+        assert.are.equal(a.subject, za:get_acls(path)[1].id.id)
+        za:close()
+        zb:close()
+      end
+    end
+    return version
+  end
+
+  setup(function()
+    ens = testing.ensemble(3, { tls = { x509 = true } })
+    a = ens:client_certificate("client-a")
+    b = ens:client_certificate("client-b")
+  end)
+  teardown(function() if ens then ens:stop() end end)
+  after_each(function()
+    for _, c in ipairs(clients) do pcall(c.close, c) end
+    clients = {}
+  end)
+
+  it("a node of one certificate: read through every member, refused to another, after a leader dies", function()
+    local za = started(a, ens.secure_hosts)
+    za:create("/x509e/node", "v0", { makepath = true,
+                                     acl = { security.make_x509_acl(a.subject, { all = true }) } })
+    local version = check_members("/x509e/node", 0)
+    -- kill the leader (SIGKILL, as a crash): the two left elect another and serve the same
+    local leader = ens:leader()
+    assert.is_not_nil(leader)
+    leader:kill()
+    testing.wait_for(function()
+      local l = ens:leader()
+      return l ~= nil and l ~= leader
+    end, 60, "a new leader")
+    -- the client connected across the ensemble goes on with its session, same identity
+    testing.wait_for(function() return za.state == "CONNECTED" end, 60, "za connected again")
+    assert.are.equal("v" .. version, (za:retry(za.get, za, "/x509e/node")))
+    version = check_members("/x509e/node", version)
+    assert.are.equal("v" .. version, (za:retry(za.get, za, "/x509e/node")))
   end)
 end)
