@@ -4,7 +4,8 @@
 -- (zookeeper_init_ssl_sasl, zklua's patch to the C client).  The session has the user's sasl:
 -- identity and keeps it across a server restart; a sasl: ACL refuses every other client
 -- (NoAuthError, nothing changed); each fault is a named error within the start timeout: a
--- wrong password AuthFailedError, a TLS failure before SASL TimeoutError naming it.
+-- wrong password AuthFailedError, a TLS failure before SASL TimeoutError naming it.  Kerberos
+-- (GSSAPI, against zklua.testing's throwaway KDC) goes over TLS the same way.
 local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
@@ -176,5 +177,47 @@ describe("SASL DIGEST-MD5 over TLS", function()
     err = fails_to_start(client({ hosts = server.hosts, timeout = 6,
                                   sasl_options = sasl("bob") }), 6, errors.TimeoutError)
     assert.is_truthy(tostring(err):find("TLS handshake failed", 1, true), tostring(err))
+  end)
+end)
+
+describe("Kerberos GSSAPI over TLS", function()
+  local kdc, server
+  local clients = {}
+
+  local function started(sasl_options)
+    local o = server:tls_options()
+    o.hosts, o.timeout, o.sasl_options = server.secure_hosts, 10, sasl_options
+    local c = zklua.client(o)
+    clients[#clients + 1] = c
+    c:start()
+    return c
+  end
+
+  setup(function()
+    kdc = testing.kdc()
+    kdc:use(kdc:add_principal("bob")) -- this process's clients are bob@ZKLUA.TEST
+    server = testing.server({ tls = true, sasl = { kerberos = kdc } })
+  end)
+  teardown(function()
+    for _, c in ipairs(clients) do pcall(c.close, c) end
+    if server then server:stop() end
+    if kdc then kdc:close() end
+  end)
+
+  it("connects as the principal; a sasl: node of it is refused to a TLS client without it", function()
+    local zk = started({ mechanism = "GSSAPI", principal = "bob@ZKLUA.TEST" })
+    zk:create("/krb-tls", "v", { acl = security.CREATOR_ALL_ACL })
+    local ids = {}
+    for _, acl in ipairs(zk:get_acls("/krb-tls")) do ids[#ids + 1] = acl.id.scheme .. ":" .. acl.id.id end
+    table.sort(ids)
+    assert.are.same({ "sasl:bob@ZKLUA.TEST", "x509:" .. tls_files.subject(server.tls.files.certfile) }, ids)
+    zk:create("/krb-tls/bobs", "b", { acl = { security.make_acl("sasl", "bob@ZKLUA.TEST", { all = true }) } })
+    assert.are.equal("b", (zk:get("/krb-tls/bobs")))
+    local plain = started(nil)
+    raises(errors.NoAuthError, plain.get, plain, "/krb-tls/bobs")
+    raises(errors.NoAuthError, plain.set, plain, "/krb-tls/bobs", "x")
+    local data, stat = zk:get("/krb-tls/bobs")
+    assert.are.equal("b", data)
+    assert.are.equal(0, stat.version)
   end)
 end)
