@@ -1,7 +1,7 @@
 -- Curator's TestLeaderSelector (Curator 5.4, curator-recipes' leader package) in Lua: every
 -- test and assertion, against real servers, with zklua's Election on Curator's LeaderSelector
--- nodes (zk:Election(path, id, {layout = "curator-selector"})).  A LeaderSelector is `selector`
--- below: start() runs election:run(fn) in a thread of its own (support.threads' coroutines;
+-- nodes (zk:Election(path, id, {layout = "curator-selector"})).  A LeaderSelector is
+-- support.selector: start() runs election:run(fn) in a thread of its own (support.threads' coroutines;
 -- with autoRequeue, run({requeue = true}, fn)), requeue() runs it again unless a run is under
 -- way (Curator's internalRequeue: false while queued), hasLeadership() is is_leader.
 -- Curator interrupts takeLeadership (on SUSPENDED and LOST through its
@@ -14,61 +14,7 @@
 local support = require "curator.support"
 
 local PATH_NAME = "/one/two/me"
-local SELECTOR = "curator-selector"
-
-local queue, states_into = support.queue, support.states_into
-
--- Curator's LeaderSelector(client, path, listener): take(s) is takeLeadership (s the
--- selector: s.interrupted() is true once Curator would have interrupted it).
-local function selector(env, client, path, take, opts)
-  local s = { election = client:Election(path, nil, { layout = SELECTOR,
-                                                      error_policy = opts and opts.policy }),
-              closed = false,
-              auto_requeue = false, runs = 0 }
-  -- Curator's interrupt is sticky: on_lost (SUSPENDED or LOST ended this term) is kept, also
-  -- when is_leader is true again by the time fn looks (SUSPENDED then CONNECTED)
-  s.election:on_lost(function()
-    s.lost = true
-    env.handler.poke()
-  end)
-  function s.interrupted()
-    return s.closed or s.lost or not s.election.is_leader
-  end
-  -- Thread.currentThread().join(): returns once interrupted (true), false after 60 s
-  function s.join()
-    return env.handler.wait(s.interrupted, 60)
-  end
-  local function body()
-    s.lost = false
-    return take(s)
-  end
-  function s.start()
-    s.runs = s.runs + 1
-    s.thread = env.spawn(function()
-      if s.auto_requeue then
-        return s.election:run({ requeue = true }, body)
-      end
-      return s.election:run(body)
-    end)
-  end
-  function s.autoRequeue() s.auto_requeue = true end
-  function s.requeue()
-    if s.closed or (s.thread and not s.thread.done) then return false end
-    s.start()
-    return true
-  end
-  function s.hasLeadership() return s.election.is_leader end
-  -- close(): leaves the queue, and a leader's fn is told (Curator interrupts it); returns once
-  -- its run ended
-  function s.close()
-    s.closed = true
-    env.handler.poke()
-    s.election:cancel()
-    if s.thread then s.thread:join(60) end
-  end
-  if opts and opts.auto_requeue then s.autoRequeue() end
-  return s
-end
+local queue, states_into, selector = support.queue, support.states_into, support.selector
 
 describe("TestLeaderSelector", function()
   local h

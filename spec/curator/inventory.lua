@@ -105,6 +105,22 @@ return {
     { false, "testClosing" },
     { false, "testRotatingLeadership" },
   },
+  ["TestLeaderSelectorCluster"] = {
+    { false, "testRestart" },
+    { false, "testLostRestart" },
+  },
+  ["TestLeaderSelectorEdges"] = {
+    { false, "flappingTest" },
+    { false, "createProtectedNodeInBackgroundTest" },
+    { false, "createProtectedNodeInBackgroundTestNoRetry" },
+  },
+  ["TestLeaderSelectorParticipants"] = {
+    { false, "testId" },
+    { false, "testBasic" },
+  },
+  ["TestLeaderSelectorWithExecutor"] = {
+    { false, "test" },
+  },
   ["TestPersistentNode"] = {
     { false, "testQuickSetData" },
     { false, "testBasic" },

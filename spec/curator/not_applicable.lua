@@ -7,6 +7,11 @@ local PERSISTENT_TTL_NODE = "Curator's PersistentTtlNode recipe (a container nod
   "TTL child \"touch\" node rewritten every ttl/2): zklua has no such recipe; its PersistentNode " ..
   "with ttl is Curator's PersistentNode in PERSISTENT_WITH_TTL mode (re-created when the " ..
   "server expires it), which TestPersistentNode covers"
+-- TestLeaderSelectorEdges' two tests of CuratorFramework's create builder (no LeaderSelector).
+local PROTECTED_CREATE = "CuratorFramework's create().withProtection().inBackground() and " ..
+  "its FailedDeleteManager, which deletes a protected node whose create reported a connection " ..
+  "loss: zklua's client (kazoo's create API) has no protected create; its recipes find their " ..
+  "own protected nodes after a lost reply instead (TestLeaderSelectorEdges::flappingTest)"
 
 return {
   ["TestInterProcessMutex::testWithSchema"] = "Curator's Schema/SchemaSet, a Java-only " ..
@@ -34,6 +39,8 @@ return {
   ["TestLeaderLatch::testResetRace"] = "drives Curator's LeaderLatch reset() against its own " ..
     "start through the package-private test hook debugResetWaitLatch: zklua's latch (the C " ..
     "lock) has no such hook",
+  ["TestLeaderSelectorEdges::createProtectedNodeInBackgroundTest"] = PROTECTED_CREATE,
+  ["TestLeaderSelectorEdges::createProtectedNodeInBackgroundTestNoRetry"] = PROTECTED_CREATE,
   ["TestLeaderSelector::testInterruption"] = "interrupts the leader's Java thread " ..
     "(Thread.interrupt) and reads LeaderSelector's package-private failedMutexReleaseCount: " ..
     "zklua cannot interrupt a running fn, and its selector has no such counter (the node " ..

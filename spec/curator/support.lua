@@ -74,6 +74,14 @@ function Harness:own_server(opts)
   return server
 end
 
+--- Curator's TestingCluster (createAndStartCluster(n)): an ensemble of n nodes of this test's
+--- own, started; stopped by teardown.
+function Harness:own_ensemble(n, opts)
+  local cluster = testing.ensemble(n, opts)
+  self.owned[#self.owned + 1] = cluster
+  return cluster
+end
+
 --- Curator's injectSessionExpiration / KillSession: the server expires zk's session; returns
 --- once zk is CONNECTED again on a new session.
 function Harness.expire_session(_, zk)
@@ -157,6 +165,66 @@ function support.semaphore(env, permits)
     end
     return false
   end
+  return s
+end
+
+--- Curator's LeaderSelector(client, path, listener) on zklua's Election with the
+--- "curator-selector" layout, for the TestLeaderSelector* classes: take(s) is takeLeadership
+--- (s the selector: s.interrupted() is true once Curator would have interrupted it).
+--- start() runs election:run(fn) in a thread of its own (support.threads' coroutines; with
+--- autoRequeue, run({requeue = true}, fn)), requeue() runs it again unless a run is under way
+--- (Curator's internalRequeue: false while queued), hasLeadership() is is_leader, getId() the
+--- identifier (opts.id, Curator's setId), getParticipants() the contenders (the leader first),
+--- close() leaves the queue and tells a leader's fn (Curator interrupts it), and returns once
+--- its run ended.  opts.policy: the error_policy; opts.auto_requeue: autoRequeue().
+function support.selector(env, client, path, take, opts)
+  opts = opts or {}
+  local s = { election = client:Election(path, opts.id, { layout = "curator-selector",
+                                                          error_policy = opts.policy }),
+              closed = false,
+              auto_requeue = false, runs = 0 }
+  -- Curator's interrupt is sticky: on_lost (SUSPENDED or LOST ended this term) is kept, also
+  -- when is_leader is true again by the time fn looks (SUSPENDED then CONNECTED)
+  s.election:on_lost(function()
+    s.lost = true
+    env.handler.poke()
+  end)
+  function s.interrupted()
+    return s.closed or s.lost or not s.election.is_leader
+  end
+  -- Thread.currentThread().join(): returns once interrupted (true), false after 60 s
+  function s.join()
+    return env.handler.wait(s.interrupted, 60)
+  end
+  local function body()
+    s.lost = false
+    return take(s)
+  end
+  function s.start()
+    s.runs = s.runs + 1
+    s.thread = env.spawn(function()
+      if s.auto_requeue then
+        return s.election:run({ requeue = true }, body)
+      end
+      return s.election:run(body)
+    end)
+  end
+  function s.autoRequeue() s.auto_requeue = true end
+  function s.requeue()
+    if s.closed or (s.thread and not s.thread.done) then return false end
+    s.start()
+    return true
+  end
+  function s.hasLeadership() return s.election.is_leader end
+  function s.getId() return opts.id end
+  function s.getParticipants() return s.election:contenders() end
+  function s.close()
+    s.closed = true
+    env.handler.poke()
+    s.election:cancel()
+    if s.thread then s.thread:join(60) end
+  end
+  if opts.auto_requeue then s.autoRequeue() end
   return s
 end
 
