@@ -176,6 +176,34 @@ describe("PartitionAllocator", function()
       assert_safe()
     end)
 
+    it("joins slower than settle still fold: the window grows with the burst's gaps", function()
+      -- Four joins PAUSE apart, each gap longer than SETTLE: a fixed window assigned after
+      -- each (four assignments, items moving at every one, as a start of 100 members whose
+      -- joins came ~70 ms apart did with settle 0.1: 56,092 transactions instead of ~10k).
+      -- The window is twice the burst's longest gap, so at most the first join is assigned
+      -- alone (when it comes over the cap after A's change) and the other three together.
+      local set = items(24)
+      local SETTLE, PAUSE = 0.2, 0.3
+      local ma = member(a, "A", { settle = SETTLE })
+      assert.is_true(ma:start(set))
+      settle(ma)
+      local first = ma.generation
+      local extra = { helpers.clients(server.hosts, 4) }
+      local joined = {}
+      for i, zk in ipairs(extra) do
+        zklua.sleep(PAUSE) -- (the gap between two joins: the scenario, not a synchronisation)
+        joined[i] = member(zk, "J" .. i, { settle = SETTLE })
+        assert.is_true(joined[i]:start())
+      end
+      settle(ma, table.unpack(joined))
+      assert.is_true(ma.generation - first <= 2,
+                     (ma.generation - first) .. " assignments for 4 joins")
+      assert_divided(set, ma, table.unpack(joined))
+      for _, m in ipairs(joined) do m:stop() end
+      for _, zk in ipairs(extra) do zk:close() end
+      assert_safe()
+    end)
+
     it("on_rebalance reports what was gained and lost, what moved, and the generation", function()
       local calls = {}
       local function on_rebalance(new, old, info)

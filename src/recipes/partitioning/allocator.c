@@ -385,12 +385,16 @@ static int compute_needed(const zkl_allocator *a)
 
 /* ---------------------------------------------------------------- the settle window */
 
-/* A leader computes once the members have been still for settle_ms: members that join (or
+/* A leader computes once the members have been still for a window: members that join (or
  * leave) in a burst get one assignment, not one each, so an item changes owner about once
- * instead of about ln(members) times.  Each change re-arms the window, up to
- * SETTLE_MAX_WINDOWS windows after the first change, so a group that never stops changing
- * still gets an assignment that often.  Only a leader (or a member becoming one) arms it:
- * followers start no timer thread. */
+ * instead of about ln(members) times.  The window is settle_ms, or twice the longest gap
+ * between two changes of the burst when that is longer (gaps over the cap do not count): a
+ * group still growing at one member every 0.3 s waits 0.6 s after each join, not settle_ms,
+ * so a start whose joins come slower than settle_ms (processes starting, a loaded machine)
+ * still gets one assignment instead of one per join (each moving items/members items).
+ * Each change re-arms the window, up to SETTLE_MAX_WINDOWS * settle_ms after the burst's
+ * first change, so a group that never stops changing still gets an assignment that often.
+ * Only a leader (or a member becoming one) arms it: followers start no timer thread. */
 enum { SETTLE_MAX_WINDOWS = 50 };
 
 static void on_settle_route(zkl_session *s, const zkl_event *ev, void *ctx);
@@ -407,13 +411,25 @@ static void settle_window(zkl_allocator *a)
     if (a->settle_ms <= 0 || !a->s || a->orphaned)
         return;
     long long now = zkl_monotonic_ms();
-    if (!a->settle_timer)
-        a->settle_since = now;
-    else if (now - a->settle_since >= SETTLE_MAX_WINDOWS * a->settle_ms)
+    long long cap = (long long)SETTLE_MAX_WINDOWS * a->settle_ms;
+    long long gap = a->settle_last > 0 ? now - a->settle_last : cap;
+    a->settle_last = now;
+    if (!a->settle_timer) {
+        a->settle_since = now; /* a new burst */
+        a->settle_gap = 0;
+    } else if (now - a->settle_since >= cap) {
         return; /* long enough: the armed window ends as it is */
+    }
+    if (gap < cap && gap > a->settle_gap)
+        a->settle_gap = gap;
+    long long window = 2 * a->settle_gap;
+    if (window > a->settle_since + cap - now)
+        window = a->settle_since + cap - now;
+    if (window < a->settle_ms)
+        window = a->settle_ms;
     settle_cancel(a);
     zkl_route route = {on_settle_route, a};
-    a->settle_timer = zkl_session_add_timer(a->s, a->settle_ms, &route); /* 0: no window */
+    a->settle_timer = zkl_session_add_timer(a->s, (long)window, &route); /* 0: no window */
 }
 
 /* ---------------------------------------------------------------- sending */

@@ -119,8 +119,10 @@ int zkl_allocator_fresh(const zkl_allocator *a);
 int zkl_allocator_settled(zkl_allocator *a);
 int zkl_allocator_is_leader(const zkl_allocator *a);
 /* The settle window (0, the default: none): a leader computes an assignment only once the
- * members have been still for settle_ms, re-armed by each change up to 50 windows after the
- * first, so a burst of joins or leaves costs one assignment and items change owner about once.
+ * members have been still for settle_ms, or for twice the longest gap between two changes of
+ * the burst when that is longer, re-armed by each change up to 50 * settle_ms after the
+ * burst's first, so a burst of joins or leaves (even one slower than settle_ms) costs one
+ * assignment and items change owner about once.
  * A new leader waits one window too.  Only a leader arms the session timer (timers.h). */
 void zkl_allocator_set_settle(zkl_allocator *a, long settle_ms);
 uint64_t zkl_allocator_id(const zkl_allocator *a); /* the notify target */

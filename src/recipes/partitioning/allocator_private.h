@@ -157,6 +157,8 @@ struct zkl_allocator {
     long settle_ms;            /* the members' settle window (0: none) */
     uint64_t settle_timer;     /* armed: the leader does not compute yet */
     long long settle_since;    /* when the window opened (zkl_monotonic_ms) */
+    long long settle_last;     /* the last change the leader saw (0: none) */
+    long long settle_gap;      /* the longest gap between two changes of this burst (ms) */
     char *publish_data;        /* a publish waiting for CONNECTED */
     size_t publish_len;
     int publish_version;       /* -1: create */

@@ -39,8 +39,9 @@
 --   format 2 (else a KazooException names the members to upgrade, before anything is
 --   written).  A set that fits again is written as one znode again.
 -- * settle (seconds, default 0.1; 0: none): the leader assigns once the members have been
---   still that long (re-armed by each change, for at most 50 windows), so members joining or
---   leaving in a burst cost one assignment, and an item changes owner about once.
+--   still that long, or twice the longest gap between two changes of the burst when that is
+--   longer (re-armed by each change, for at most 50 * settle), so members joining or leaving in
+--   a burst cost one assignment, and an item changes owner about once.
 -- * Timeouts: start(seed, timeout), wait_settled(timeout) and stop(timeout) wait at
 --   most timeout seconds (default: the client's timeout): start and stop then raise
 --   TimeoutError (the leave goes on in the background), wait_settled returns false.  Every
