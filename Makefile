@@ -182,7 +182,7 @@ SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum en
               tree_cache set_partitioner lease election locking_queue handler_cqueues sharing lock \
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
               docs every_wait_ends logging partition curator_interop curator_semaphore \
-              persistent_node curator_discovery curator_parity tls sasl kerberos x509 tls_sasl \
+              persistent_node curator_discovery curator_parity curator_ttl_node tls sasl kerberos x509 tls_sasl \
               tls_sasl_interop))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all

@@ -1264,6 +1264,12 @@ function Client:PersistentNode(path, data, opts)
 end
 
 --- A kazoo Counter (zklua.recipes.counter): default 0 (int) or a float; opts.support_curator.
+--- Curator's PersistentTtlNode (zklua.recipes.persistent_ttl_node): a container node kept
+--- alive by a TTL child touched every ttl / 2 ms, deleted by the server once nobody touches it.
+function Client:PersistentTtlNode(path, ttl, data, opts)
+  return require("zklua.recipes.persistent_ttl_node").PersistentTtlNode(self, path, ttl, data, opts)
+end
+
 function Client:Counter(path, default, opts)
   return require("zklua.recipes.counter").Counter(self, path, default, opts)
 end

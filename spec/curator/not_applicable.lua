@@ -2,11 +2,6 @@
 -- the reason: `["TestClass::testName"] = "reason"`.  `make curator-parity` prints them as
 -- "not applicable"; every other Curator test is translated into spec/curator/ and passes.
 -- Keep this list small and honest: a test that merely fails is not "not applicable".
--- TestPersistentTtlNode's tests are of Curator's PersistentTtlNode recipe.
-local PERSISTENT_TTL_NODE = "Curator's PersistentTtlNode recipe (a container node kept with a " ..
-  "TTL child \"touch\" node rewritten every ttl/2): zklua has no such recipe; its PersistentNode " ..
-  "with ttl is Curator's PersistentNode in PERSISTENT_WITH_TTL mode (re-created when the " ..
-  "server expires it), which TestPersistentNode covers"
 -- TestLeaderSelectorEdges' two tests of CuratorFramework's create builder (no LeaderSelector).
 local PROTECTED_CREATE = "CuratorFramework's create().withProtection().inBackground() and " ..
   "its FailedDeleteManager, which deletes a protected node whose create reported a connection " ..
@@ -58,10 +53,6 @@ return {
   ["TestInterProcessSemaphore::testThreadedLeaseIncrease"] = "InterProcessSemaphoreV2(client, " ..
     "path, SharedCountReader): max leases read from a SharedCount and raised while a waiter " ..
     "waits; zklua's Semaphore takes max_leases as a number",
-  ["TestPersistentTtlNode::testBasic"] = PERSISTENT_TTL_NODE,
-  ["TestPersistentTtlNode::testForcedDeleteOfTouchNode"] = PERSISTENT_TTL_NODE,
-  ["TestPersistentTtlNode::testRecreationOfParentNodeWithParentCreationOff"] = PERSISTENT_TTL_NODE,
-  ["TestPersistentTtlNode::testEventsOnParent"] = PERSISTENT_TTL_NODE,
   ["TestServiceCache::testExecutorServiceIsInvoked"] = "checks that the cache ran its " ..
     "listeners through the java.util.concurrent.ExecutorService it was given (Java-only API; " ..
     "Curator itself skips the test on ZooKeeper 3.6+): zklua's listeners run from its event loop",

@@ -33,6 +33,7 @@ void zkl_register_tree_cache(lua_State *L);       /* core.tree_cache() */
 void zkl_register_set_partitioner(lua_State *L);  /* core.set_partitioner() */
 void zkl_register_service_instance(lua_State *L); /* core.service_instance_encode/decode() */
 void zkl_register_persistent_node(lua_State *L);  /* core.persistent_node() */
+void zkl_register_ttl_toucher(lua_State *L);      /* core.ttl_toucher() */
 
 /* The names the binding gives each recipe's enums, in enum order (constants.c, which checks
  * their counts at compile time and exports them as core.names). */

@@ -251,6 +251,7 @@ int luaopen_zklua_core(lua_State *L)
     zkl_register_counter(L);
     zkl_register_party(L);
     zkl_register_persistent_node(L);
+    zkl_register_ttl_toucher(L);
     zkl_register_barrier(L);
     zkl_register_patient_children(L);
     zkl_register_item_queue(L);

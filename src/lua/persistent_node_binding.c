@@ -3,7 +3,8 @@
  * src/recipes/persistent_node.c.
  *
  *   core.persistent_node(session, path, data, ephemeral, container_parents, ttl_ms, acl,
- *                        sequential, protection) -> node
+ *                        sequential, protection, container_kept) -> node
+ *   (container_kept: the node is a CONTAINER and stop leaves it: PersistentTtlNode's)
  *   node:start() -> true, or nil and "busy" | "closed"
  *   node:stop() -> true, or nil and "closed"
  *   node:set_data(data)
@@ -40,7 +41,8 @@ static int pnode_new(lua_State *L)
     int flags = (lua_toboolean(L, 4) ? ZKL_PNODE_EPHEMERAL : 0) |
                 (lua_toboolean(L, 5) ? ZKL_PNODE_CONTAINER_PARENTS : 0) |
                 (lua_toboolean(L, 8) ? ZKL_PNODE_SEQUENTIAL : 0) |
-                (lua_toboolean(L, 9) ? ZKL_PNODE_PROTECTED : 0);
+                (lua_toboolean(L, 9) ? ZKL_PNODE_PROTECTED : 0) |
+                (lua_toboolean(L, 10) ? ZKL_PNODE_CONTAINER | ZKL_PNODE_KEEP_ON_STOP : 0);
     int64_t ttl = (int64_t)luaL_optinteger(L, 6, 0);
     const struct ACL_vector *acl = zkl_opt_acl_list(L, 7, "acl");
     zkl_recipe_box *box = zkl_recipe_box_new(L, &PNODE_TYPE, sizeof *box);

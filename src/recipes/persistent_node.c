@@ -118,6 +118,8 @@ static uint64_t counted(zkl_pnode *n, uint64_t id, int watch)
 static int create_mode(const zkl_pnode *n)
 {
     int seq = unnamed(n);
+    if (n->flags & ZKL_PNODE_CONTAINER)
+        return ZOO_CONTAINER;
     if (n->flags & ZKL_PNODE_EPHEMERAL)
         return seq ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_EPHEMERAL;
     if (n->ttl > 0)
@@ -658,9 +660,13 @@ int zkl_pnode_stop(zkl_pnode *n)
         settle(n, ZKL_PNODE_IDLE, ZOK);
         return 0;
     }
+    n->deleted = 0;
+    if (n->flags & ZKL_PNODE_KEEP_ON_STOP) {
+        settle(n, ZKL_PNODE_IDLE, ZOK);
+        return 0;
+    }
     n->phase = ZKL_PNODE_STOPPING;
     n->rc = ZOK;
-    n->deleted = 0;
     if (!unnamed(n))
         go(n, STEP_DELETE);
     else if (n->step == STEP_CREATE && n->op_id)

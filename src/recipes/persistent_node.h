@@ -48,7 +48,10 @@
  *   or FAILED (auth), rc says which; an ephemeral node goes with the session.
  * - An error no retry can fix (NOAUTH, BADARGUMENTS, NOCHILDRENFOREPHEMERALS, UNIMPLEMENTED,
  *   or NONODE after ZKL_RETRY_LIMIT rounds of making the parents): phase FAILED with rc.
- * zkl_pnode_stop stops keeping the node and deletes it (phase STOPPING until the delete is
+ * ZKL_PNODE_CONTAINER: the node is created as a CONTAINER, which the server deletes once its
+ * last child is gone (and then, while running, this client creates it again).
+ * zkl_pnode_stop with ZKL_PNODE_KEEP_ON_STOP stops keeping the node and leaves it: IDLE at
+ * once, whatever was in flight is stale.  Otherwise zkl_pnode_stop stops keeping the node and deletes it (phase STOPPING until the delete is
  * answered: a connection loss repeats it once CONNECTED, a LOST ends it for an ephemeral
  * node), then IDLE.  A sequential node not named yet: the create under way is waited for (or
  * the node of a lost reply looked for) and what it made deleted.  zkl_pnode_free of a running node stops it in the background ("orphaned":
@@ -82,7 +85,9 @@ enum {
     ZKL_PNODE_EPHEMERAL = 1,        /* else persistent */
     ZKL_PNODE_CONTAINER_PARENTS = 2, /* a missing parent path is made of containers */
     ZKL_PNODE_SEQUENTIAL = 4,        /* the first create is sequential */
-    ZKL_PNODE_PROTECTED = 8          /* the name is _c_<uuid>-<name> (Curator's protection) */
+    ZKL_PNODE_PROTECTED = 8,         /* the name is _c_<uuid>-<name> (Curator's protection) */
+    ZKL_PNODE_CONTAINER = 16, /* the node itself is a CONTAINER (persistent, no ttl, not sequential) */
+    ZKL_PNODE_KEEP_ON_STOP = 32 /* stop does not delete the node (PersistentTtlNode's) */
 };
 
 /* A persistent node at path (checked by the caller) holding data; flags ZKL_PNODE_*; ttl:

@@ -186,8 +186,10 @@ local OPTIONS = { ephemeral = "boolean", container = "boolean", ttl = "number", 
                   sequential = "boolean", protection = "boolean" }
 local TTL_MAX = 0xFFFFFFFFFF -- as create's: 40 bits of milliseconds
 
-function recipes.PersistentNode(client, path, data, opts)
-  local fname = "PersistentNode"
+-- container_kept (for zklua.recipes.persistent_ttl_node only): the node is a CONTAINER and
+-- stop() leaves it (Curator's PersistentTtlNode's inner node); fname names the caller in errors.
+function recipes.PersistentNode(client, path, data, opts, container_kept, fname)
+  fname = fname or "PersistentNode"
   path = check.kazoo_path(fname, path)
   if path == "/" then check.fail(fname, "path", "the root cannot be a persistent node") end
   data = check.value(fname, data, path, "data")
@@ -207,7 +209,7 @@ function recipes.PersistentNode(client, path, data, opts)
   local session = usable(client, fname)
   local ud = core.persistent_node(session, path, data, ephemeral, opts.container ~= false,
                                   ttl and math.floor(ttl), acl, opts.sequential == true,
-                                  opts.protection == true)
+                                  opts.protection == true, container_kept == true)
   local self = setmetatable({ client = client, path = path, ephemeral = ephemeral,
                               sequential = opts.sequential == true,
                               protection = opts.protection == true, _ud = ud,
