@@ -32,6 +32,23 @@ describe("PersistentTtlNode and Curator's PersistentTtlNode", function()
     wait(function() return node.touches >= from + (n or 2) end, "touches")
   end
 
+  it("bad arguments raise, naming what is wrong, before anything is sent", function()
+    local function fails(pattern, ...)
+      local args = { ... }
+      local ok, err = pcall(function() return zk:PersistentTtlNode(table.unpack(args, 1, 4)) end)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find(pattern), tostring(err))
+    end
+    fails("ttl", path, 0, "d")
+    fails("ttl", path, 1.5, "d")
+    fails("ttl", path, "500", "d")
+    fails("child", path, 500, "d", { child = "a/b" })
+    fails("touch_factor", path, 500, "d", { touch_factor = 0 })
+    fails("bogus", path, 500, "d", { bogus = true })
+    fails("root", "/", 500, "d")
+    assert.is_nil(zk:exists(path))
+  end)
+
   it("Curator reads zklua's node, zklua reads Curator's, and both make the same nodes", function()
     local node = zk:PersistentTtlNode(path .. "-lua", TTL_MS, "lua-data")
     node:start()
