@@ -81,6 +81,9 @@ describe("TestLeaderSelectorCluster", function()
       assert.is_not_nil(lock_node)
 
       cluster:start() -- new TestingCluster(instances).start()
+      -- Curator's delete below retries until its client is connected again (on a new
+      -- session); zklua's calls raise while the client has no session: wait for it
+      assert.is_true(env.handler.wait(function() return client.state == "CONNECTED" end, 40))
       -- simulate the lock deleting due to session expiration
       pcall(client.delete, client, "/leader/" .. lock_node)
 
