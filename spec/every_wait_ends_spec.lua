@@ -127,6 +127,9 @@ local FACTORIES = {
     end },
   { "ServiceDiscovery", function(c) return c.zk:ServiceDiscovery(c.root .. "/services") end },
   { "PersistentNode", function(c) return c.zk:PersistentNode(c.root .. "/pn", "d") end },
+  { "PersistentTtlNode", function(c)
+      return c.zk:PersistentTtlNode(c.root .. "/ttl", 60000, "d")
+    end },
 }
 for _, factory in ipairs(FACTORIES) do call("Client:" .. factory[1], factory[2]) end
 
@@ -229,6 +232,12 @@ call("PersistentNode:wait_for_initial_create", function(c)
 end)
 call("PersistentNode:set_data", function(c) return c.pnode:set_data("e") end)
 call("PersistentNode:stop", function(c) return c.pnode:stop(BOUND) end)
+call("PersistentTtlNode:start", function(c) return c.tnode2:start() end)
+call("PersistentTtlNode:wait_for_initial_create", function(c)
+  return c.tnode:wait_for_initial_create(BOUND)
+end)
+call("PersistentTtlNode:set_data", function(c) return c.tnode:set_data("e") end)
+call("PersistentTtlNode:stop", function(c) return c.tnode:stop() end)
 local INSTANCE = { name = "api", id = "one", address = "127.0.0.1", port = 80 }
 call("ServiceDiscovery:register", function(c) return c.sd:register(INSTANCE) end)
 call("ServiceDiscovery:update", function(c) return c.sd:update(INSTANCE) end)
@@ -314,6 +323,7 @@ local CLASSES = {
   PartitionAllocator = function(c) return c.alloc end,
   ServiceDiscovery = function(c) return c.sd end,
   PersistentNode = function(c) return c.pnode end,
+  PersistentTtlNode = function(c) return c.tnode end,
   ServiceCache = function(c) return c.cache end,
   ServiceProvider = function(c) return c.provider end,
   NonBlockingLease = function(c) return c.zk:NonBlockingLease(c.root .. "/l", 60, "x") end,
@@ -417,6 +427,8 @@ local function objects_of(zk, root, name)
     alloc = zk:PartitionAllocator{ path = root .. "/alloc", identifier = name },
     pnode = zk:PersistentNode(root .. "/pnode", name),
     pnode2 = zk:PersistentNode(root .. "/pnode2", name),
+    tnode = zk:PersistentTtlNode(root .. "/tnode", 60000, name),
+    tnode2 = zk:PersistentTtlNode(root .. "/tnode2", 60000, name),
     sd = sd,
     cache = sd:ServiceCache("api"),
     provider = sd:ServiceProvider("api"),
@@ -504,6 +516,7 @@ describe("every call that can wait ends", function()
     assert.is_true(curator_leader:await(10))
     ctx.latch:start()
     ctx.pnode:start()
+    ctx.tnode:start()
     ctx.joined_party:join()
     ctx.joined_shallowparty:join()
     spares = {}
