@@ -59,11 +59,13 @@ describe("PersistentTtlNode and Curator's PersistentTtlNode", function()
     curator:expect("^created$")
     assert.are.equal("java-data", (zk:get(path)))
     wait(function() return exists(path .. "/touch") end, "Curator's touch node")
-    node:stop()
-    -- a Curator client reads zklua's node; it goes once nobody touches it
+    -- a Curator client reads zklua's node; it goes once nobody touches it.  The reader reads
+    -- before the node stops: its JVM can take longer to start on a loaded machine than the
+    -- server takes to delete a node nobody touches
     local reader = s:start("CuratorTtlNode", server.hosts, path .. "-lua", TTL_MS, "x", SESSION_MS)
     reader:send("get")
     reader:expect("^data lua%-data$")
+    node:stop()
     wait(function() return not exists(path .. "-lua") end, "zklua's stopped node to go")
     reader:send("get")
     reader:expect("^none$")
