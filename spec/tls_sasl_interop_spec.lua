@@ -11,6 +11,7 @@ local core = require "zklua.core"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
 local java = require "support.java"
+local child = require "fixtures.child"
 local errors = zklua.errors
 local security = zklua.security
 
@@ -31,18 +32,8 @@ describe("zklua, kazoo and Curator with SASL over TLS", function()
   local kids = helpers.kids()
   local LOCK = "/interop/bobs/lock"
 
-  local function write(path, text)
-    local f = assert(io.open(path, "w"))
-    f:write(text)
-    f:close()
-  end
-
-  local function read(path)
-    local f = assert(io.open(path, "r"))
-    local text = f:read("a")
-    f:close()
-    return text
-  end
+  local write = child.write_file
+  local function read(path) return assert(child.read_file(path), "cannot read " .. path) end
 
   -- zklua as user
   local function zk_as(user)
