@@ -42,7 +42,8 @@ end
 -- Runs the four steps on hosts (or a throwaway server); returns {step, members, ms, moved}
 -- for each.
 local function bench(n, m, strategy, hosts, opts)
-  local server = not hosts and testing.server()
+  -- maxClientCnxns=0: more than 60 members connect from this one address
+  local server = not hosts and testing.server({ config = { "maxClientCnxns=0" } })
   hosts = hosts or server.hosts
   local path = string.format("/bench-allocator-%s-%d-%d", strategy, os.time(), math.random(1e9))
   local set = {}

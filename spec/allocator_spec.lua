@@ -358,6 +358,19 @@ describe("PartitionAllocator", function()
   end)
 
   describe("the shared set", function()
+    it("a seed is stored sorted by bytes, without repeats, as read before the start", function()
+      local ma = member(a, "A")
+      local seed = { "b", "\195\169", "a", "B", "b", "a-1", "a" } -- "é": bytes sort it last
+      local sorted = { "B", "a", "a-1", "b", "\195\169" }
+      assert.are.same({}, ma:partitions()) -- no set yet: read from ZooKeeper
+      ma:start(seed)
+      settle(ma)
+      assert.are.same(sorted, ma:partitions())
+      assert.are.same(sorted, core.allocator_decode_items((a:get(path .. "/partitions"))))
+      assert.are.same({ "b", "\195\169", "a", "B", "b", "a-1", "a" }, seed) -- left as given
+      assert_divided(sorted, ma)
+    end)
+
     it("add_partitions and remove_partitions change the set everyone divides", function()
       local ma, mb = member(a, "A"), member(b, "B")
       ma:start(items(4))

@@ -19,6 +19,8 @@
  *     (unchanged), or nil and "stale" | "invalid" | "too big" | "out of memory"
  *   core.allocator_encode_items(list) -> JSON text, or nil and the 1-based index of an item
  *     that is not a non-empty UTF-8 string without NUL
+ *   core.allocator_canonical_items(list) -> the list sorted by bytes without repeats, and its
+ *     JSON text; or nil and the index of a bad item (as encode_items)
  *   core.allocator_decode_items(text) -> list, or nil and why
  *   core.allocator_node_name(s) -> s escaped for a znode name
  *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
@@ -32,7 +34,9 @@
  * zkl_allocator_free() (a running one gives its items up in the background).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -367,6 +371,59 @@ static int encode_items(lua_State *L)
     return 1;
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* core.allocator_canonical_items(list) -> the set as stored (sorted by bytes, as the C side
+ * orders items, without repeats) and its JSON text, or nil and the index of a bad item.  One
+ * pass in C: a member's seed of 10k items cost about 13 ms in Lua (checked, sorted, encoded
+ * twice), and a hundred members of one process start one after the other. */
+static int canonical_items(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    if ((size_t)n > SIZE_MAX / sizeof(const char *) - 1)
+        return luaL_error(L, "allocator: too many items");
+    /* the strings stay referenced by the table at 1, which no Lua code runs to change */
+    const char **names = lua_newuserdatauv(L, ((size_t)n + 1) * sizeof *names, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, 1, i);
+        size_t len;
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        lua_pop(L, 1);
+        if (!s || !good_name(s, len)) {
+            lua_pushnil(L);
+            lua_pushinteger(L, i);
+            return 2;
+        }
+        names[i - 1] = s;
+    }
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    lua_createtable(L, (int)(n < INT_MAX ? n : INT_MAX), 0);
+    int list = lua_gettop(L);
+    zkl_json_buf *b = new_buf(L);
+    zkl_json_buf_raw(b, "[", 1);
+    lua_Integer kept = 0;
+    for (lua_Integer i = 0; i < n; i++) {
+        if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+            continue;
+        size_t len = strlen(names[i]); /* good_name: no NUL inside */
+        if (kept > 0)
+            zkl_json_buf_raw(b, ",", 1);
+        zkl_json_buf_string(b, names[i], len);
+        lua_pushlstring(L, names[i], len);
+        lua_rawseti(L, list, ++kept);
+    }
+    zkl_json_buf_raw(b, "]", 1);
+    if (b->failed)
+        return luaL_error(L, "allocator: out of memory");
+    lua_pushvalue(L, list);
+    lua_pushlstring(L, b->data, b->len);
+    return 2;
+}
+
 static int tree_gc(lua_State *L)
 {
     zkl_json **tree = lua_touserdata(L, 1);
@@ -526,6 +583,7 @@ void zkl_register_allocator(lua_State *L)
     zkl_recipe_register(L, &ALLOCATOR_TYPE, allocator_methods, "allocator", allocator_new);
     static const luaL_Reg helpers[] = {
         {"allocator_encode_items", encode_items},
+        {"allocator_canonical_items", canonical_items},
         {"allocator_decode_items", decode_items},
         {"allocator_node_name", node_name},
         {"allocator_max_node", max_node},

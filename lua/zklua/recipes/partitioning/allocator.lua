@@ -108,6 +108,8 @@ end
 
 -- ---------------------------------------------------------------- checks
 
+-- Checks items (a list of non-empty UTF-8 strings without NUL) and returns the set as stored
+-- (sorted, without repeats) and its JSON text.
 local function check_items(fname, items, argument)
   if type(items) ~= "table" then
     check.fail(fname, argument, argument .. " must be a list of strings (got " ..
@@ -118,26 +120,14 @@ local function check_items(fname, items, argument)
   if n ~= #items then
     check.fail(fname, argument, argument .. " must be a list (keys 1..n) of strings")
   end
-  local json, bad = core.allocator_encode_items(items)
-  if not json then
+  local list, json = core.allocator_canonical_items(items)
+  if not list then
+    local bad = json
     check.fail(fname, argument, string.format("%s[%d] must be a non-empty UTF-8 string " ..
                "without NUL (got %s)", argument, bad, type(items[bad]) == "string" and
                string.format("%q", items[bad]:sub(1, 40)) or type(items[bad])))
   end
-  return items
-end
-
--- The set as stored: sorted, without repeats.
-local function canonical_set(items)
-  local seen, list = {}, {}
-  for _, item in ipairs(items) do
-    if not seen[item] then
-      seen[item] = true
-      list[#list + 1] = item
-    end
-  end
-  table.sort(list)
-  return list
+  return list, json
 end
 
 local function resolve_strategy(fname, strategy, argument)
@@ -379,15 +369,13 @@ function Allocator:start(seed, timeout)
   local client = self.client
   usable(client, "start")
   not_from_a_hook(self, "start")
-  seed = check_items("start", seed == nil and {} or seed, "seed_partitions")
+  local list, json = check_items("start", seed == nil and {} or seed, "seed_partitions")
   timeout = check.timeout("start", timeout)
   local ud = self._ud
   if ud:phase() ~= "idle" then
     errors.raise(errors.KazooException, "start: this allocator is already " .. ud:phase(),
                  self.path)
   end
-  local list = canonical_set(seed)
-  local json = core.allocator_encode_items(list)
   if #json > core.allocator_max_node(self._partitions_path) then
     -- chunked: written here, only if there is no set yet (C seeds with one node only)
     local ok, exists = pcall(client.exists, client, self._partitions_path)
@@ -654,7 +642,13 @@ end
 function Allocator:partitions()
   if self._ud:phase() == "running" then return self._ud:partitions() end
   usable(self.client, "partitions")
-  return canonical_set((read_set(self.client, self._partitions_path)))
+  local list, bad = core.allocator_canonical_items((read_set(self.client, self._partitions_path)))
+  if not list then
+    errors.raise(errors.KazooException, string.format("the set at %s holds an item that is " ..
+                 "not a non-empty UTF-8 string without NUL (item %d)", self._partitions_path,
+                 bad), self._partitions_path)
+  end
+  return list
 end
 
 --- The fencing token of an owned item (its owner node's czxid), or nil when not owned.
