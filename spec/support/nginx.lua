@@ -31,13 +31,7 @@ local M = {}
 
 local NGINX = "/usr/sbin/nginx"
 
-local read_file = child.read_file
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
+local read_file, write_file = child.read_file, child.write_file
 
 --- The output of a shell command and whether it succeeded.
 local function shell(cmd)
