@@ -1274,6 +1274,13 @@ function Client:Counter(path, default, opts)
   return require("zklua.recipes.counter").Counter(self, path, default, opts)
 end
 
+--- Curator's DistributedAtomicLong (zklua.recipes.atomic_long): its API, its optimistic and
+--- promoted-to-lock modes, on its 8-byte node.  opts: {retries, retry_sleep, timeout,
+--- promoted_to_lock = {path, timeout, retries, retry_sleep}}.
+function Client:AtomicLong(path, opts)
+  return require("zklua.recipes.atomic_long").AtomicLong(self, path, opts)
+end
+
 --- A kazoo Party (zklua.recipes.party): members' identifiers in node data.
 function Client:Party(path, identifier)
   return require("zklua.recipes.party").Party(self, path, identifier)

@@ -1,35 +1,18 @@
 -- Curator's TestDistributedAtomicLong (Curator 5.4, curator-recipes' atomic package) in Lua:
--- every test and assertion, against real servers, with zklua's Counter on
--- DistributedAtomicLong's node (zk:Counter(path, 0, {layout = "curator-atomic-long"}): 8
--- big-endian bytes, adds in Curator's optimistic mode).  Curator's threads are coroutines of
--- one cqueues controller (support.threads).  increment(), decrement(), add(n), subtract(n) are
--- add(1), sub(1), add(n), sub(n), whose pre and post values are AtomicValue's preValue() and
--- postValue(); get() is get().  The Counter only adds (atomic-long-add-only): it has no
--- compareAndSet, trySet, forceSet or initialize, and no AtomicValue (an add happened, or it
--- raised: there is no succeeded() == false, and no stats of its tries); where Curator's test
--- forces a value, the test here writes the node's 8 bytes itself (client:set, what forceSet
--- does to a node that exists).  It has no promoted-to-lock mode (atomic-long-retries).
+-- every test and assertion, against real servers, with zklua's AtomicLong
+-- (zk:AtomicLong(path, opts): DistributedAtomicLong's API, node and modes).  Curator's threads
+-- are coroutines of one cqueues controller (support.threads).  RetryOneTime(1) is
+-- {retries = 1, retry_sleep = 0.001}; ExponentialBackoffRetry(3, 3) is {retries = 3,
+-- retry_sleep = 0.003}; AtomicValue's succeeded(), preValue(), postValue(), getStats() are
+-- the result's succeeded, pre_value, post_value, stats.
 local errors = require "zklua.errors"
+local testing = require "zklua.testing"
 local support = require "curator.support"
 
-local LAYOUT = { layout = "curator-atomic-long" }
+local RETRY_ONE_TIME = { retries = 1, retry_sleep = 0.001 }
 
-local function dal_of(client, path)
-  return client:Counter(path, 0, LAYOUT)
-end
-
--- DistributedAtomicLong.valueToBytes(n): 8 big-endian bytes (n >= 0 here).
-local function to_bytes(n)
-  local b = {}
-  for i = 8, 1, -1 do
-    b[i] = string.char(n % 256)
-    n = math.floor(n / 256)
-  end
-  return table.concat(b)
-end
-
-local function version_of(client, path)
-  return select(2, client:get(path)).version
+local function dal_of(client, path, opts)
+  return client:AtomicLong(path, opts or RETRY_ONE_TIME)
 end
 
 describe("TestDistributedAtomicLong", function()
@@ -42,132 +25,163 @@ describe("TestDistributedAtomicLong", function()
     client:create("/counter", "foo")
     local dal = dal_of(client, "/counter")
     -- Curator: a RuntimeException, not a BufferUnderflow/OverflowException
-    local ok, err = pcall(function() return dal:get() end)
+    local ok, err = pcall(function() return dal:get().post_value end)
     assert.is_false(ok)
     assert.is_true(errors.is(err, errors.KazooException), tostring(err))
     assert.is_falsy(tostring(err):match("underflow") or tostring(err):match("overflow"))
   end)
 
-  it("testCompareAndSetWithFreshInstance [difference: atomic-long-add-only]", function()
+  it("testCompareAndSetWithFreshInstance", function()
     local client = h:client()
-    -- Curator: compareAndSet(0, 1) on a missing node fails, initialize(0) creates it, then
-    -- compareAndSet(0, 1) succeeds and initialize(0) fails (the node exists).  zklua: the
-    -- counter's first call creates the node holding its default (atomic-long-create) ...
     local dal = dal_of(client, "/counter")
-    assert.are.equal(0, dal:get())
-    assert.are.equal(0, version_of(client, "/counter"))
-    local _, pre, post = dal:add(1)
-    assert.are.equal(0, pre)
-    assert.are.equal(1, post)
-    -- ... and the default of another counter never sets a node that exists (initialize false)
-    assert.are.equal(1, client:Counter("/counter", 5, LAYOUT):get())
-    assert.are.equal(to_bytes(1), (client:get("/counter")))
+    local result = dal:compare_and_set(0, 1)
+    assert.is_false(result.succeeded)
+
+    assert.is_true(dal:initialize(0))
+    result = dal:compare_and_set(0, 1)
+    assert.is_true(result.succeeded)
+
+    assert.is_false(dal:initialize(0))
   end)
 
-  it("testCompareAndSet [difference: atomic-long-add-only]", function()
-    local client = h:client()
-    local dal = dal_of(client, "/counter")
-    dal:get()
-    client:set("/counter", to_bytes(1)) -- forceSet(1)
-    -- Curator: compareAndSet(1, 5) succeeds, a second compareAndSet(1, 5) fails; zklua adds
-    local _, pre, post = dal:add(4)
-    assert.are.equal(1, pre)
-    assert.are.equal(5, post)
-    -- Curator: an increment by another DistributedAtomicLong between the read and the set
-    -- makes compareAndSet(5, 10) fail on the version.  zklua's add applies on top of it: many
-    -- adds of two clients that race each other's versions sum exactly
-    local other = dal_of(h:client(), "/counter")
+  it("testCompareAndSet", function()
+    -- Curator's valueToBytes override increments the node (another DistributedAtomicLong)
+    -- between compareAndSet's read and its set.  Here the fault proxy places that increment
+    -- there: the read reaches the server and its reply is held (cut_reply), another client
+    -- increments, then the reply goes on and the set meets the newer version.
+    local server = h:own_server()
+    local proxy = testing.proxy(server:node(1))
     support.threads(function(env)
-      local a = env.spawn(function() for _ = 1, 50 do dal:add(1) end end)
-      local b = env.spawn(function() for _ = 1, 50 do other:add(1) end end)
-      a:join(60)
-      b:join(60)
-    end)
-    assert.are.equal(105, dal:get())
-    assert.are.equal(to_bytes(105), (client:get("/counter")))
+      local client = env.client({ hosts = proxy.hosts, timeout = 30 })
+      local dal = dal_of(client, "/counter")
+      dal:force_set(1)
+
+      assert.is_true(dal:compare_and_set(1, 5).succeeded)
+      assert.is_false(dal:compare_and_set(1, 5).succeeded)
+
+      -- doIncrement.set(true)
+      local inc = dal_of(env.client({ hosts = server.hosts }), "/counter")
+      proxy:cut_reply("get")
+      local result
+      local cas = env.spawn(function() result = dal:compare_and_set(5, 10) end)
+      env.eventually(function() return proxy:status().cut end, 60, "the read at the server")
+      assert.is_true(inc:increment().succeeded) -- "this will force a bad version exception"
+      proxy:resume()
+      cas:join(60)
+      assert.is_true(cas.ok, tostring(cas.result))
+      assert.is_false(result.succeeded)
+      assert.are.equal(5, result.pre_value) -- it read 5: the set failed on the version
+      assert.are.equal(6, dal:get().post_value)
+    end, { guard = 120 })
+    proxy:stop()
   end)
 
-  it("testForceSet [difference: atomic-long-add-only]", function()
+  it("testForceSet", function()
     support.threads(function(env)
       local client = env.client({ hosts = h.hosts })
       local dal = dal_of(client, "/counter")
-      dal:get()
       local incrementer = env.spawn(function()
         for _ = 1, 1000 do
-          dal:add(1)
+          dal:increment()
           env.sleep(0.01)
         end
       end)
       local setter = env.spawn(function()
         for _ = 1, 1000 do
-          client:set("/counter", to_bytes(0)) -- forceSet(0)
+          dal:force_set(0)
           env.sleep(0.01)
         end
       end)
       -- Curator reads at once, while its threads run on (its executor is never shut down)
-      local value = dal:get()
-      assert.is_true(value < 10)
-      -- every add read the forced value and went on on top of it (none raised)
-      incrementer:join(60)
-      setter:join(60)
-      assert.is_true(incrementer.ok and setter.ok)
-      assert.is_true(dal:get() >= 0)
-    end, { guard = 120 })
+      assert.is_true(dal:get().pre_value < 10)
+      incrementer:join(120)
+      setter:join(120)
+      assert.is_true(incrementer.ok, tostring(incrementer.result))
+      assert.is_true(setter.ok, tostring(setter.result))
+    end, { guard = 300 })
   end)
 
-  it("testSimulation [difference: atomic-long-retries]", function()
+  it("testSimulation", function()
     local thread_qty = 20
     local execution_qty = 50
-    local failures, errors_ = 0, 0
+    local optimistic_tries, promoted_lock_tries, failures, errors_ = 0, 0, 0, 0
+    local succeeded = 0
+    local times = {}
     support.threads(function(env)
       local procs = {}
       for i = 1, thread_qty do
         procs[i] = env.spawn(function()
           local previous_value = -1
           local client = env.client({ hosts = h.hosts })
-          -- Curator: ExponentialBackoffRetry(3, 3) and PromotedToLock on "/lock"; zklua's add
-          -- retries its BadVersion until applied (or its timeout: 60 s here)
-          local dal = dal_of(client, "/counter")
+          -- ExponentialBackoffRetry(3, 3), PromotedToLock on "/lock" with the same policy
+          local policy = { retries = 3, retry_sleep = 0.003 }
+          local dal = dal_of(client, "/counter", {
+            retries = policy.retries, retry_sleep = policy.retry_sleep, timeout = 120,
+            promoted_to_lock = { path = "/lock", retries = policy.retries,
+                                 retry_sleep = policy.retry_sleep } })
           for _ = 1, execution_qty do
             env.sleep(math.random(0, 9) / 1000)
-            local ok, _, _, post = pcall(dal.add, dal, 1, 60)
-            if ok then
-              if post <= previous_value then errors_ = errors_ + 1 end
-              previous_value = post
+            local start = os.clock()
+            local value = dal:increment()
+            times[#times + 1] = os.clock() - start
+            if value.succeeded then
+              succeeded = succeeded + 1
+              if value.post_value <= previous_value then errors_ = errors_ + 1 end
+              previous_value = value.post_value
             else
               failures = failures + 1
             end
+            optimistic_tries = optimistic_tries + value.stats.optimistic_tries
+            promoted_lock_tries = promoted_lock_tries + value.stats.promoted_lock_tries
           end
         end)
       end
-      for _, p in ipairs(procs) do p:join(120) end
+      for _, p in ipairs(procs) do
+        p:join(600)
+        assert.is_true(p.ok, tostring(p.result))
+      end
+      print(string.format("OptimisticTries: %d PromotedLockTries: %d Failures: %d Errors: %d " ..
+                          "Qty: %d", optimistic_tries, promoted_lock_tries, failures, errors_,
+                          #times))
       assert.are.equal(errors_, 0)
-      -- Curator: some increments took optimistic tries, some promoted-lock tries (and some may
-      -- fail after both).  zklua: every one applied, in optimistic tries only (no "/lock")
-      assert.are.equal(0, failures)
+      assert.is_true(optimistic_tries > 0)
+      assert.is_true(promoted_lock_tries > 0)
+      -- beyond Curator's assertions: every succeeded increment is in the value, no other
       local client = env.client({ hosts = h.hosts })
-      assert.are.equal(thread_qty * execution_qty, dal_of(client, "/counter"):get())
-      assert.is_nil(client:exists("/lock"))
-    end, { guard = 180 })
+      assert.are.equal(succeeded, dal_of(client, "/counter"):get().post_value)
+    end, { guard = 900 })
   end)
 
-  it("testBasic [difference: atomic-long-add-only]", function()
+  it("testBasic", function()
     local client = h:client()
     local dal = dal_of(client, "/foo/bar/counter")
-    -- Curator: each call succeeded() in one optimistic try and no promoted-lock try.  zklua
-    -- has no stats: each call here is one set of the node (its version grows by one)
-    local function check(call, n, want_pre, want_post)
-      local v0 = client:exists("/foo/bar/counter") and version_of(client, "/foo/bar/counter")
-      local _, pre, post = call(dal, n)
-      assert.are.equal(want_pre, pre)
-      assert.are.equal(want_post, post)
-      assert.are.equal((v0 or 0) + 1, version_of(client, "/foo/bar/counter"))
-    end
-    check(dal.add, 1, 0, 1)   -- increment()
-    check(dal.sub, 1, 1, 0)   -- decrement()
-    check(dal.add, 10, 0, 10) -- add(10)
-    check(dal.sub, 5, 10, 5)  -- subtract(5)
-    assert.are.equal(to_bytes(5), (client:get("/foo/bar/counter")))
-    assert.is_nil(client:exists("/lock"))
+
+    local value = dal:increment()
+    assert.is_true(value.succeeded)
+    assert.are.equal(value.stats.optimistic_tries, 1)
+    assert.are.equal(value.stats.promoted_lock_tries, 0)
+    assert.are.equal(value.pre_value, 0)
+    assert.are.equal(value.post_value, 1)
+
+    value = dal:decrement()
+    assert.is_true(value.succeeded)
+    assert.are.equal(value.stats.optimistic_tries, 1)
+    assert.are.equal(value.stats.promoted_lock_tries, 0)
+    assert.are.equal(value.pre_value, 1)
+    assert.are.equal(value.post_value, 0)
+
+    value = dal:add(10)
+    assert.is_true(value.succeeded)
+    assert.are.equal(value.stats.optimistic_tries, 1)
+    assert.are.equal(value.stats.promoted_lock_tries, 0)
+    assert.are.equal(value.pre_value, 0)
+    assert.are.equal(value.post_value, 10)
+
+    value = dal:subtract(5)
+    assert.is_true(value.succeeded)
+    assert.are.equal(value.stats.optimistic_tries, 1)
+    assert.are.equal(value.stats.promoted_lock_tries, 0)
+    assert.are.equal(value.pre_value, 10)
+    assert.are.equal(value.post_value, 5)
   end)
 end)

@@ -60,9 +60,10 @@
     T(barrier, outcome, zkl_barrier_outcome_names, ZKL_BARRIER_FAILED,                          \
       [ZKL_BARRIER_PENDING] = "pending", [ZKL_BARRIER_DONE] = "done",                           \
       [ZKL_BARRIER_GAVE_UP] = "gave_up", [ZKL_BARRIER_FAILED] = "failed")                       \
-    T(counter, outcome, zkl_counter_outcome_names, ZKL_COUNTER_OVERFLOW,                        \
+    T(counter, outcome, zkl_counter_outcome_names, ZKL_COUNTER_NOT_SET,                         \
       [ZKL_COUNTER_OK] = "ok", [ZKL_COUNTER_FAILED] = "failed",                                 \
-      [ZKL_COUNTER_BAD_DATA] = "bad_data", [ZKL_COUNTER_OVERFLOW] = "overflow")                 \
+      [ZKL_COUNTER_BAD_DATA] = "bad_data", [ZKL_COUNTER_OVERFLOW] = "overflow",                 \
+      [ZKL_COUNTER_NOT_SET] = "not_set")                                                        \
     T(lease, phase, zkl_lease_phase_names, ZKL_LEASE_FINISHING, [ZKL_LEASE_IDLE] = "idle",      \
       [ZKL_LEASE_WORKING] = "working", [ZKL_LEASE_NEEDS_TIME] = "needs_time",                   \
       [ZKL_LEASE_FINISHING] = "finishing")                                                      \

@@ -2,10 +2,14 @@
  * counter_binding.c — the zklua.core counter userdata: a thin wrapper over
  * src/recipes/counter.c.
  *
- *   core.counter(session, path, "int" | "float" | "curator" | "curator_long", default) -> counter
+ *   core.counter(session, path, "int" | "float" | "curator" | "curator_long" | "curator_atomic",
+ *                default) -> counter
  *   counter:start(add, delta) -> true, or nil and "busy" | "closed"   (add false: a read)
+ *   counter:start_op("read" | "add" | "set" | "cas" | "force" | "init", a, b, max_tries)
+ *     -> as start   (all but "read" and "add": "curator_atomic" only; see counter.h)
+ *   counter:tries() -> tries of the operation under way or of the last one
  *   counter:phase() -> "idle" | "busy"
- *   counter:outcome() -> "ok" | "failed" | "bad_data" | "overflow", rc
+ *   counter:outcome() -> "ok" | "failed" | "bad_data" | "overflow" | "not_set", rc
  *   counter:pre(), counter:post() -> the values (integers, or floats for "float")
  *   counter:set_backoff(base_ms, cap_ms) -> true   (the BadVersion backoff; see counter.h)
  *   counter:stats() -> { retries = BadVersion retries of the current or last operation,
@@ -63,7 +67,8 @@ static int counter_new(lua_State *L)
 {
     zkl_session *const *slot = zkl_recipe_session(L);
     const char *path = luaL_checkstring(L, 2);
-    static const char *const kinds[] = {"int", "float", "curator", "curator_long", NULL};
+    static const char *const kinds[] = {"int", "float", "curator", "curator_long",
+                                        "curator_atomic", NULL};
     int kind = luaL_checkoption(L, 3, "int", kinds);
     zkl_counter_value def = to_value(L, 4, kind);
     counter_box *box = zkl_recipe_box_new(L, &COUNTER_TYPE, sizeof *box);
@@ -81,6 +86,32 @@ static int counter_start(lua_State *L)
     if (add)
         delta = to_value(L, 3, box->kind);
     return zkl_recipe_started(L, zkl_counter_start(box->base.obj, add, delta), NULL);
+}
+
+static int counter_start_op(lua_State *L)
+{
+    counter_box *box = check_box(L);
+    static const char *const ops[] = {"read", "add", "set", "cas", "force", "init", NULL};
+    int op = luaL_checkoption(L, 2, NULL, ops);
+    luaL_argcheck(L, op <= ZKL_COUNTER_OP_ADD || box->kind == ZKL_COUNTER_CURATOR_ATOMIC, 2,
+                  "set, cas, force and init are for a curator_atomic counter");
+    zkl_counter_value a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    if (op != ZKL_COUNTER_OP_READ)
+        a = to_value(L, 3, box->kind);
+    if (op == ZKL_COUNTER_OP_CAS)
+        b = to_value(L, 4, box->kind);
+    lua_Integer max_tries = luaL_optinteger(L, 5, 0);
+    luaL_argcheck(L, max_tries >= 0 && max_tries <= 1000000, 5, "max_tries must be 0..1000000");
+    return zkl_recipe_started(
+        L, zkl_counter_start_op(box->base.obj, (zkl_counter_op)op, a, b, (long)max_tries), NULL);
+}
+
+static int counter_tries(lua_State *L)
+{
+    lua_pushinteger(L, zkl_counter_tries(check_box(L)->base.obj));
+    return 1;
 }
 
 static int counter_phase(lua_State *L)
@@ -158,6 +189,7 @@ static const luaL_Reg counter_methods[] = {
     {"start", counter_start},   {"phase", counter_phase}, {"outcome", counter_outcome},
     {"pre", counter_pre},       {"post", counter_post},   {"inflight", counter_inflight},
     {"set_backoff", counter_set_backoff}, {"stats", counter_stats},
+    {"start_op", counter_start_op},       {"tries", counter_tries},
     {NULL, NULL},
 };
 

@@ -1,7 +1,9 @@
 /*
  * counter.c — see counter.h.  Steps: GET (value and version), ENSURE (create the path and its
  * parents when the GET found no node, then GET again), SET (value + delta at the read
- * version; BadVersion: BACKOFF, a session timer, then GET again).  Only the result of the op
+ * version; BadVersion: BACKOFF, a session timer, then GET again).  ZKL_COUNTER_CURATOR_ATOMIC:
+ * ENSURE is the try itself (the node created holding the new value), and a failed try ends
+ * the operation NOT_SET once its tries are spent.  Only the result of the op
  * the counter waits for (op_id) and the timer it armed (timer_id) count; any other op that
  * comes back is stale and only counted.  Timers are not counted: they are taken back.
  */
@@ -28,11 +30,12 @@ struct zkl_counter {
     zkl_route route;
     char *path;
     zkl_counter_kind kind;
-    zkl_counter_value def, delta, pre, post;
+    zkl_counter_value def, a, b, pre, post;
+    zkl_counter_op op;
+    long max_tries, tries;
     zkl_counter_phase phase;
     zkl_counter_outcome outcome;
     int rc;
-    int add;
     counter_step step;
     int parked, orphaned, listening;
     int ensure_rounds;
@@ -117,17 +120,25 @@ int zkl_counter_float_repr(double v, char *out, size_t size)
     return snprintf(out, size, "%s", res);
 }
 
+static int eight_bytes(const zkl_counter *c)
+{
+    return c->kind == ZKL_COUNTER_CURATOR_LONG || c->kind == ZKL_COUNTER_CURATOR_ATOMIC;
+}
+
+/* DistributedAtomicValue's rules (counter.h): a missing node is not created by a read. */
+static int atomic(const zkl_counter *c) { return c->kind == ZKL_COUNTER_CURATOR_ATOMIC; }
+
 /* Parses data as the counter's type: 0, or -1 when it is not one. */
 static int parse(const zkl_counter *c, const char *data, int len, zkl_counter_value *v)
 {
     if (len == 0) {
-        if (c->kind == ZKL_COUNTER_CURATOR_LONG)
+        if (eight_bytes(c))
             v->i = 0; /* DistributedAtomicLong.bytesToValue */
         else
             *v = c->def;
         return 0;
     }
-    if (c->kind == ZKL_COUNTER_CURATOR_LONG) {
+    if (eight_bytes(c)) {
         if (len != 8)
             return -1;
         const unsigned char *b = (const unsigned char *)data;
@@ -188,7 +199,8 @@ static int format(const zkl_counter *c, zkl_counter_value v, char *out)
         out[3] = (char)u;
         return 4;
     }
-    case ZKL_COUNTER_CURATOR_LONG: {
+    case ZKL_COUNTER_CURATOR_LONG:
+    case ZKL_COUNTER_CURATOR_ATOMIC: {
         uint64_t u = (uint64_t)v.i;
         for (int i = 7; i >= 0; i--) {
             out[i] = (char)(u & 0xff);
@@ -245,6 +257,10 @@ static uint64_t submit(zkl_counter *c)
         char seed[DATA_MAX];
         int len = c->kind == ZKL_COUNTER_CURATOR || c->kind == ZKL_COUNTER_CURATOR_LONG
                       ? format(c, c->def, seed) : 0;
+        if (atomic(c)) { /* the try itself: the node holding the new value */
+            memcpy(seed, c->written, (size_t)c->written_len);
+            len = c->written_len;
+        }
         zkl_create_path_data(c->s, c->path, seed, len > 0 ? len : 0, &ZOO_OPEN_ACL_UNSAFE,
                              &c->route, &c->inflight, &id);
         return id;
@@ -303,6 +319,55 @@ static void back_off(zkl_counter *c)
         finish(c, ZKL_COUNTER_FAILED, ZSYSTEMERROR);
 }
 
+/* A try failed (someone else's update went through, or the node came or went): NOT_SET for a
+ * CAS or when the tries are spent (post 0, as Curator's AtomicValue), else the next try. */
+static void failed_try(zkl_counter *c)
+{
+    if (c->op == ZKL_COUNTER_OP_CAS || c->op == ZKL_COUNTER_OP_INIT || (c->max_tries > 0 && c->tries >= c->max_tries)) {
+        c->post.i = 0;
+        finish(c, ZKL_COUNTER_NOT_SET, ZOK);
+        return;
+    }
+    c->tries++;
+    back_off(c);
+}
+
+/* The step under way writes the value (a set, or the create of a missing node). */
+static int writing(const zkl_counter *c)
+{
+    return c->step == STEP_SET || (c->step == STEP_ENSURE && atomic(c));
+}
+
+/* Computes the value the operation writes after reading v: 0, or -1 when it finished. */
+static int next_value(zkl_counter *c, zkl_counter_value v)
+{
+    zkl_counter_value post;
+    switch (c->op) {
+    case ZKL_COUNTER_OP_ADD:
+        if (c->kind == ZKL_COUNTER_FLOAT) {
+            post.f = v.f + c->a.f;
+        } else if (__builtin_add_overflow(v.i, c->a.i, &post.i)) {
+            finish(c, ZKL_COUNTER_OVERFLOW, ZOK);
+            return -1;
+        }
+        break;
+    case ZKL_COUNTER_OP_CAS:
+        post = c->b;
+        break;
+    default:
+        post = c->a;
+        break;
+    }
+    int n = format(c, post, c->written);
+    if (n < 0 || n >= DATA_MAX) {
+        finish(c, ZKL_COUNTER_OVERFLOW, ZOK);
+        return -1;
+    }
+    c->written_len = n;
+    c->post = post;
+    return 0;
+}
+
 static int same_written(const zkl_counter *c, const zkl_event *ev)
 {
     return ev->data_len == c->written_len &&
@@ -311,6 +376,19 @@ static int same_written(const zkl_counter *c, const zkl_event *ev)
 
 static void value_read(zkl_counter *c, const zkl_event *ev)
 {
+    if (ev->rc == ZNONODE && atomic(c)) { /* tryOnce's createIt */
+        c->pre.i = 0;
+        c->post.i = 0;
+        if (c->op == ZKL_COUNTER_OP_READ) {
+            finish(c, ZKL_COUNTER_OK, ZOK);
+        } else if (c->op == ZKL_COUNTER_OP_CAS) {
+            finish(c, ZKL_COUNTER_NOT_SET, ZOK);
+        } else if (next_value(c, c->pre) == 0) {
+            c->set_version = -1; /* a create: the node's version will be 0 */
+            go(c, STEP_ENSURE);
+        }
+        return;
+    }
     if (ev->rc == ZNONODE) {
         if (++c->ensure_rounds > MAX_ENSURE_ROUNDS)
             finish(c, ZKL_COUNTER_FAILED, ZNONODE);
@@ -335,26 +413,19 @@ static void value_read(zkl_counter *c, const zkl_event *ev)
         return;
     }
     c->pre = v;
-    if (!c->add) {
+    if (c->op == ZKL_COUNTER_OP_READ) {
         c->post = v;
         finish(c, ZKL_COUNTER_OK, ZOK);
         return;
     }
-    zkl_counter_value post;
-    if (c->kind == ZKL_COUNTER_FLOAT) {
-        post.f = v.f + c->delta.f;
-    } else if (__builtin_add_overflow(v.i, c->delta.i, &post.i)) {
-        finish(c, ZKL_COUNTER_OVERFLOW, ZOK);
+    if ((c->op == ZKL_COUNTER_OP_CAS && v.i != c->a.i) || c->op == ZKL_COUNTER_OP_INIT) {
+        c->post.i = 0;
+        finish(c, ZKL_COUNTER_NOT_SET, ZOK);
         return;
     }
-    int n = format(c, post, c->written);
-    if (n < 0 || n >= DATA_MAX) {
-        finish(c, ZKL_COUNTER_OVERFLOW, ZOK);
+    if (next_value(c, v) != 0)
         return;
-    }
-    c->written_len = n;
-    c->post = post;
-    c->set_version = ev->stat.version;
+    c->set_version = c->op == ZKL_COUNTER_OP_FORCE ? -1 : ev->stat.version;
     go(c, STEP_SET);
 }
 
@@ -367,14 +438,14 @@ static void on_op(zkl_counter *c, const zkl_event *ev)
         return;
     case ZSESSIONEXPIRED:
     case ZINVALIDSTATE:
-        if (c->step == STEP_SET)
+        if (writing(c))
             c->set_unsure = 1;
         c->step = STEP_GET;
         c->parked = 1; /* LOST follows; then CONNECTED runs it */
         return;
     case ZCONNECTIONLOSS:
     case ZOPERATIONTIMEOUT:
-        if (c->step == STEP_SET)
+        if (writing(c))
             c->set_unsure = 1;
         go(c, STEP_GET);
         return;
@@ -386,13 +457,20 @@ static void on_op(zkl_counter *c, const zkl_event *ev)
         value_read(c, ev);
         break;
     case STEP_ENSURE:
-        go(c, STEP_GET); /* created, or it existed: the GET tells */
+        if (!atomic(c))
+            go(c, STEP_GET); /* created, or it existed: the GET tells */
+        else if (ev->rc == ZOK)
+            finish(c, ZKL_COUNTER_OK, ZOK);
+        else if (ev->rc == ZNODEEXISTS)
+            failed_try(c);
+        else
+            finish(c, ZKL_COUNTER_FAILED, ev->rc);
         break;
     case STEP_SET:
         if (ev->rc == ZOK)
             finish(c, ZKL_COUNTER_OK, ZOK);
-        else if (ev->rc == ZBADVERSION)
-            back_off(c);
+        else if (ev->rc == ZBADVERSION || (ev->rc == ZNONODE && atomic(c)))
+            failed_try(c);
         else
             finish(c, ZKL_COUNTER_FAILED, ev->rc);
         break;
@@ -449,7 +527,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
             } else if (zkl_session_client_state(s) == ZKL_CS_AUTH_FAILED) {
                 finish(c, ZKL_COUNTER_FAILED, ZAUTHFAILED);
             } else { /* expired: what was in flight is stale; read again on the new session */
-                if (c->step == STEP_SET && c->op_id)
+                if (writing(c) && c->op_id)
                     c->set_unsure = 1;
                 stop_timer(c); /* a pause under way: the new session reads at once */
                 c->op_id = 0;
@@ -508,6 +586,18 @@ void zkl_counter_forget_session(zkl_counter *c)
 
 int zkl_counter_start(zkl_counter *c, int add, zkl_counter_value delta)
 {
+    zkl_counter_value none;
+    memset(&none, 0, sizeof none);
+    return zkl_counter_start_op(c, add ? ZKL_COUNTER_OP_ADD : ZKL_COUNTER_OP_READ, delta, none, 0);
+}
+
+int zkl_counter_start_op(zkl_counter *c, zkl_counter_op op, zkl_counter_value a,
+                         zkl_counter_value b, long max_tries)
+{
+    if (op != ZKL_COUNTER_OP_READ && op != ZKL_COUNTER_OP_ADD && !atomic(c)) {
+        errno = EINVAL;
+        return -1;
+    }
     if (!c->s) {
         errno = ENOTCONN;
         return -1;
@@ -517,8 +607,12 @@ int zkl_counter_start(zkl_counter *c, int add, zkl_counter_value delta)
         return -1;
     }
     c->phase = ZKL_COUNTER_BUSY;
-    c->add = add;
-    c->delta = delta;
+    c->op = op;
+    c->a = a;
+    c->b = b;
+    c->max_tries = op == ZKL_COUNTER_OP_CAS || op == ZKL_COUNTER_OP_INIT ? 1
+                   : op == ZKL_COUNTER_OP_FORCE ? 0 : max_tries;
+    c->tries = 1;
     c->outcome = ZKL_COUNTER_OK;
     c->rc = ZOK;
     c->ensure_rounds = 0;
@@ -552,6 +646,7 @@ int zkl_counter_set_backoff(zkl_counter *c, long base_ms, long cap_ms)
     return 0;
 }
 
+long zkl_counter_tries(const zkl_counter *c) { return c->tries; }
 long zkl_counter_retries(const zkl_counter *c) { return c->retries; }
 long zkl_counter_backoffs(const zkl_counter *c) { return c->backoffs; }
 int zkl_counter_backing_off(const zkl_counter *c) { return c->timer_id != 0; }

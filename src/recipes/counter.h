@@ -16,6 +16,19 @@
  * version; on BadVersion it reads again (no limit: every BadVersion means someone else's
  * update went through), after a pause.
  *
+ * ZKL_COUNTER_CURATOR_ATOMIC is the same 8-byte value with DistributedAtomicValue's own rules
+ * (Curator 5.4), for Curator's DistributedAtomicLong API (lua/zklua/recipes/atomic_long.lua):
+ * a read of a missing node gives 0 and creates nothing; an update of a missing node creates
+ * it (its parents first, plain persistent nodes) holding the new value, and a NodeExists there,
+ * like a BadVersion (or NoNode) of the versioned set, is a failed try.  Operations
+ * (zkl_counter_start_op): READ, ADD (value + delta), SET (the new value whatever was read:
+ * trySet), CAS (the new value only when the value read is the expected one: one try, never
+ * retried, and a missing node fails it, as compareAndSet), FORCE (forceSet: the new value set
+ * without a version, or the node created holding it; tried until done) and INIT (initialize:
+ * the node created holding the value; NOT_SET when it exists).  With max_tries > 0 an operation
+ * ends NOT_SET after that many failed tries (Curator's retry policy; the pause between tries
+ * is the backoff below); max_tries 0 (every Counter) retries until done.
+ *
  * Backoff: the pause before BadVersion retry n of an operation is drawn uniformly from
  * [ceiling / 2, ceiling], the ceiling doubling from base_ms (ZKL_COUNTER_BACKOFF_BASE_MS) up
  * to cap_ms (ZKL_COUNTER_BACKOFF_CAP_MS) — "equal jitter".  Retrying at once made every
@@ -63,8 +76,18 @@ typedef enum {
     ZKL_COUNTER_INT = 0,
     ZKL_COUNTER_FLOAT = 1,
     ZKL_COUNTER_CURATOR = 2,     /* Curator's SharedCount: 4 bytes */
-    ZKL_COUNTER_CURATOR_LONG = 3 /* Curator's DistributedAtomicLong: 8 bytes */
+    ZKL_COUNTER_CURATOR_LONG = 3, /* Curator's DistributedAtomicLong: 8 bytes */
+    ZKL_COUNTER_CURATOR_ATOMIC = 4 /* the same, with DistributedAtomicValue's rules (above) */
 } zkl_counter_kind;
+
+typedef enum {
+    ZKL_COUNTER_OP_READ = 0,
+    ZKL_COUNTER_OP_ADD,  /* value + a */
+    ZKL_COUNTER_OP_SET,  /* a, whatever was read */
+    ZKL_COUNTER_OP_CAS,  /* b when the value read is a: one try */
+    ZKL_COUNTER_OP_FORCE, /* a, set without a version (forceSet); tries until done */
+    ZKL_COUNTER_OP_INIT  /* a, only by creating the node (initialize): one try */
+} zkl_counter_op;
 
 typedef union {
     int64_t i;
@@ -80,7 +103,9 @@ typedef enum {
     ZKL_COUNTER_OK = 0,      /* done: see the values */
     ZKL_COUNTER_FAILED,      /* a ZooKeeper error: see rc */
     ZKL_COUNTER_BAD_DATA,    /* the node's data is not a value of the counter's type */
-    ZKL_COUNTER_OVERFLOW     /* the sum does not fit (int64, or int32 for SharedCount) */
+    ZKL_COUNTER_OVERFLOW,    /* the sum does not fit (int64, or int32 for SharedCount) */
+    ZKL_COUNTER_NOT_SET      /* CAS found another value, or max_tries failed tries (pre: the
+                                last value read, post: 0, as Curator's AtomicValue) */
 } zkl_counter_outcome;
 
 /* NULL when out of memory (errno set).  def: the default (i or f by kind). */
@@ -91,6 +116,13 @@ void zkl_counter_forget_session(zkl_counter *c);
 
 /* Starts a read (add = 0) or an add of delta: 0, or -1 with errno EALREADY / ENOTCONN. */
 int zkl_counter_start(zkl_counter *c, int add, zkl_counter_value delta);
+/* Starts op (a, b: see zkl_counter_op) with at most max_tries tries (0: no limit; CAS, INIT: 1; FORCE: 0):
+ * 0, or -1 with errno EALREADY / ENOTCONN, or EINVAL (an op but READ or ADD on a counter not
+ * ZKL_COUNTER_CURATOR_ATOMIC). */
+int zkl_counter_start_op(zkl_counter *c, zkl_counter_op op, zkl_counter_value a,
+                         zkl_counter_value b, long max_tries);
+/* Tries (reads followed by a set or create) of the operation under way, or of the last one. */
+long zkl_counter_tries(const zkl_counter *c);
 zkl_counter_phase zkl_counter_phase_of(const zkl_counter *c);
 /* The last operation's outcome; *rc with FAILED. */
 zkl_counter_outcome zkl_counter_outcome_of(const zkl_counter *c, int *rc);
