@@ -3,10 +3,14 @@
 -- 8 bytes both ways, concurrent adds from both sides summing exactly (one object shared by
 -- coroutines too), an add whose set reply was lost (SUSPENDED) applied once, an expiry (LOST)
 -- losing nothing, and bad input refused before anything is sent.
+-- zk:AtomicLong (Curator's DistributedAtomicLong API) and a Java DistributedAtomicLong with
+-- PromotedToLock contend on one node and one lock path; its SUSPENDED, LOST, sharing among
+-- coroutines, promoted-lock timeout and bad input are here too.
 -- Every wait is for an event: a line the Java program prints, or a call's return.
 local zklua = require "zklua"
 local errors = require "zklua.errors"
 local helpers = require "support.helpers"
+local testing = require "zklua.testing"
 local interop = require "support.curator"
 
 local SESSION_MS = 8000
@@ -186,6 +190,238 @@ describe("Counter{layout = 'curator-atomic-long'} and DistributedAtomicLong", fu
     local c = zk:Counter(path, 0, LAYOUT) -- made, nothing sent yet
     err = raises(errors.BadArgumentsError, c.add, c, 1.5)
     assert.matches("must be an integer", tostring(err))
+    assert.is_nil(zk:exists(path))
+  end)
+
+  -- ---------------------------------------------------------------- zk:AtomicLong
+
+  it("AtomicLong and Curator's PromotedToLock contend on one node and one lock path", function()
+    local cq_handler = require "zklua.handlers.cqueues"
+    local lock_path = path .. "-lock"
+    -- one optimistic try, one promoted try: contention promotes often, on both sides
+    local curator = start(server.hosts, path, SESSION_MS, lock_path, 0)
+    local per, n = 40, 3
+    local done, posts, tries = 0, {}, { optimistic = 0, promoted = 0 }
+    interop.in_cqueues(function(cq)
+      local member = zklua.client{ hosts = server.hosts, handler = cq_handler.new(cq) }
+      member:start()
+      local al = member:AtomicLong(path, { retries = 0, timeout = 60,
+                                          promoted_to_lock = { path = lock_path, retries = 0 } })
+      curator:send("adds " .. per * n)
+      for _ = 1, n do -- coroutines sharing one AtomicLong
+        cq:wrap(function()
+          for _ = 1, per do
+            local v
+            repeat -- Curator's rule: check succeeded, try again
+              v = al:increment()
+              tries.optimistic = tries.optimistic + v.stats.optimistic_tries
+              tries.promoted = tries.promoted + v.stats.promoted_lock_tries
+            until v.succeeded
+            assert(v.post_value == v.pre_value + 1)
+            posts[#posts + 1] = v.post_value
+          end
+          done = done + 1
+        end)
+      end
+      assert.is_true(member.handler.wait(function() return done == n end, 120))
+      member:close()
+    end, 180)
+    local line = curator:expect("^adds 120 done optimistic %d+ promoted %d+$", 120)
+    local java_promoted = tonumber(line:match("promoted (%d+)$"))
+    print(string.format("zklua: %d optimistic, %d promoted tries; Curator: %s", tries.optimistic,
+                        tries.promoted, line))
+    assert.is_true(tries.promoted + java_promoted > 0, "no side was ever promoted")
+    local al = zk:AtomicLong(path)
+    assert.equals(2 * per * n, al:get().post_value)
+    local seen = {}
+    for _, post in ipairs(posts) do
+      assert.is_nil(seen[post])
+      seen[post] = true
+    end
+    -- compare_and_set from each side sees the other's value
+    curator:send("cas 240 300")
+    curator:expect("^cas true 240 300$")
+    local v = al:compare_and_set(240, 1)
+    assert.is_false(v.succeeded)
+    assert.same({ 300, 0 }, { v.pre_value, v.post_value })
+    v = al:compare_and_set(300, 42)
+    assert.is_true(v.succeeded)
+    assert.same({ 300, 42 }, { v.pre_value, v.post_value })
+    curator:send("cas 300 0")
+    curator:expect("^cas false 42 0$")
+    assert.equals(bytes_of(42), raw(path))
+    assert.is_nil(zk:exists(lock_path) and #zk:get_children(lock_path) > 0 or nil)
+  end)
+
+  it("AtomicLong: initialize, try_set, force_set, get of a missing node, as Curator's", function()
+    local al = zk:AtomicLong(path .. "/a/b")
+    assert.same({ true, 0, 0 }, { al:get().succeeded, al:get().pre_value, al:get().post_value })
+    assert.is_nil(zk:exists(path .. "/a/b")) -- get creates nothing (Curator's)
+    local curator = start(server.hosts, path .. "/a/b", SESSION_MS)
+    curator:send("get")
+    curator:expect("^value 0$")
+    assert.is_nil(zk:exists(path .. "/a/b"))
+    assert.is_true(al:initialize(-3))
+    assert.is_false(al:initialize(9))
+    curator:send("get")
+    curator:expect("^value %-3$")
+    local v = al:try_set(17)
+    assert.same({ true, -3, 17, 1, 0 }, { v.succeeded, v.pre_value, v.post_value,
+                                         v.stats.optimistic_tries, v.stats.promoted_lock_tries })
+    al:force_set(-1)
+    assert.equals(bytes_of(-1), raw(path .. "/a/b"))
+    curator:send("add 2")
+    curator:expect("^added %-1 1$")
+    zk:delete(path .. "/a/b")
+    al:force_set(8) -- creates the node again
+    assert.equals(8, al:get().post_value)
+    assert.equals(9, al:increment().post_value)
+    zk:delete(path .. "/a/b")
+    v = al:add(5) -- an update of a missing node creates it holding the new value
+    assert.same({ true, 0, 5 }, { v.succeeded, v.pre_value, v.post_value })
+    assert.equals(bytes_of(5), raw(path .. "/a/b"))
+  end)
+
+  it("AtomicLong: failed optimistic tries are promoted; a lock not had in time fails", function()
+    local cq_handler = require "zklua.handlers.cqueues"
+    local proxy = testing.proxy(server:node(1))
+    local lock_path = path .. "-lock"
+    local holder = helpers.client(server.hosts)
+    local lock = holder:Lock(lock_path, "holder", { layout = "curator" })
+    assert.is_true(lock:acquire(true, 30))
+    interop.in_cqueues(function(cq)
+      local handler = cq_handler.new(cq)
+      local member = zklua.client{ hosts = proxy.hosts, handler = handler, timeout = 30 }
+      local rival = zklua.client{ hosts = server.hosts, handler = handler }
+      member:start()
+      rival:start()
+      local other = rival:AtomicLong(path)
+      local al = member:AtomicLong(path, { retries = 0, promoted_to_lock = {
+        path = lock_path, timeout = 0.5, retries = 0 } })
+      assert.is_true(al:initialize(5))
+      -- the optimistic try's read reaches the server and its reply is held; another client
+      -- increments; then the reply goes on and the set meets the newer version
+      local function contended_increment()
+        proxy:cut_reply("get")
+        local result, done
+        cq:wrap(function()
+          result = al:increment(60)
+          done = true
+        end)
+        assert.is_true(handler.wait(function() return proxy:status().cut end, 30))
+        assert.is_true(other:increment().succeeded)
+        proxy:resume()
+        assert.is_true(handler.wait(function() return done end, 60))
+        return result
+      end
+      -- the lock is held elsewhere: not had within promoted_to_lock.timeout, not succeeded
+      local v = contended_increment()
+      assert.same({ false, 5, 0, 1, 0 }, { v.succeeded, v.pre_value, v.post_value,
+                                          v.stats.optimistic_tries, v.stats.promoted_lock_tries })
+      assert.is_true(v.stats.promoted_time_ms >= 0 and v.stats.optimistic_time_ms >= 0)
+      assert.equals(6, al:get().post_value)
+      lock:release()
+      -- the lock is free: the promoted try under it succeeds
+      v = contended_increment()
+      assert.same({ true, 7, 8, 1, 1 }, { v.succeeded, v.pre_value, v.post_value,
+                                         v.stats.optimistic_tries, v.stats.promoted_lock_tries })
+      assert.same({}, rival:get_children(lock_path)) -- released
+      member:close()
+      rival:close()
+    end, 180)
+    holder:close()
+    proxy:stop()
+  end)
+
+  it("AtomicLong, SUSPENDED: an increment whose set reply was lost applies once", function()
+    local member, proxy, states = helpers.client_losing_reply(server:node(1), SESSION_MS / 1000)
+    local al = member:AtomicLong(path)
+    al:add(10)
+    proxy:cut_reply("set")
+    local v = al:increment() -- the set reaches the server; the client reconnects
+    assert.is_true(proxy:status().cut, "the increment sent no set")
+    assert.equals("SUSPENDED", states[1])
+    -- the lost reply is no failed try: the node shows the set, it counts as applied
+    assert.same({ true, 10, 11, 1 }, { v.succeeded, v.pre_value, v.post_value,
+                                      v.stats.optimistic_tries })
+    assert.equals(bytes_of(11), raw(path))
+    local curator = start(server.hosts, path, SESSION_MS)
+    curator:send("get")
+    curator:expect("^value 11$")
+    member:close()
+    proxy:stop()
+  end)
+
+  it("AtomicLong, LOST: the value survives an expiry; calls go on on the new session", function()
+    local member = helpers.client(server.hosts)
+    local al = member:AtomicLong(path, { promoted_to_lock = { path = path .. "-lock" } })
+    al:add(5)
+    helpers.expire(member)
+    assert.equals(6, al:increment().post_value)
+    assert.is_false(al:initialize(0))
+    local curator = start(server.hosts, path, SESSION_MS)
+    curator:send("add 1")
+    curator:expect("^added 6 7$")
+    assert.equals(7, al:get().post_value)
+    member:close()
+  end)
+
+  it("AtomicLong: every call ends by its timeout; a timed-out update goes on", function()
+    local proxy = testing.proxy(server:node(1))
+    local member = zklua.client{ hosts = proxy.hosts, timeout = 30 }
+    member:start()
+    local al = member:AtomicLong(path, { timeout = 0.3 })
+    al:get()
+    proxy:silence("both")
+    local err = helpers.raises(errors.TimeoutError, al.increment, al, 0.2)
+    assert.matches("may still be applied", tostring(err))
+    helpers.raises(errors.TimeoutError, al.get, al) -- opts.timeout
+    proxy:resume()
+    assert.equals(1, al:get(30).post_value) -- it waited for the increment, which went on
+    member:close()
+    proxy:stop()
+  end)
+
+  it("AtomicLong: bad input is refused before anything is sent", function()
+    local raises = helpers.raises
+    local B = errors.BadArgumentsError
+    local function bad(pattern, fn, ...)
+      assert.matches(pattern, tostring(raises(B, fn, ...)))
+    end
+    bad("unknown option 'retry'", zk.AtomicLong, zk, path, { retry = 1 })
+    bad("retries must be an integer", zk.AtomicLong, zk, path, { retries = -1 })
+    bad("retries must be an integer", zk.AtomicLong, zk, path, { retries = 1.5 })
+    bad("retry_sleep must be a number of seconds", zk.AtomicLong, zk, path, { retry_sleep = 0 })
+    bad("timeout must be a number", zk.AtomicLong, zk, path, { timeout = -1 })
+    bad("promoted_to_lock needs a path", zk.AtomicLong, zk, path, { promoted_to_lock = {} })
+    bad("unknown option 'max_lock_time'", zk.AtomicLong, zk, path,
+        { promoted_to_lock = { path = "/l", max_lock_time = 1 } })
+    bad("option 'promoted_to_lock' must be a table", zk.AtomicLong, zk, path, { promoted_to_lock = "/l" })
+    bad("path", zk.AtomicLong, zk, 42)
+    local al = zk:AtomicLong(path)
+    bad("delta must be an integer", al.add, al, 1.5)
+    bad("delta must be an integer", al.add, al, "1")
+    bad("delta must be an integer", al.subtract, al, nil)
+    bad("value must be an integer", al.try_set, al, 0 / 0)
+    bad("value must be an integer", al.force_set, al, math.huge)
+    bad("expected must be an integer", al.compare_and_set, al, 0.5, 1)
+    bad("value must be an integer", al.compare_and_set, al, 0, {})
+    bad("seed must be an integer", al.initialize, al, false)
+    -- 2^64: a float under Lua 5.4, an integral number beyond the range under LuaJIT
+    bad(helpers.LUAJIT and "is beyond the 64%-bit range" or "value must be an integer",
+        al.try_set, al, 2 ^ 64)
+    bad("timeout must be a number", al.increment, al, -1)
+    bad("timeout must be a number", al.get, al, "1")
+    if helpers.LUAJIT then
+      bad("is beyond the 64%-bit range", al.add, al, 2 ^ 63)
+    else
+      bad("delta is too small to negate", al.subtract, al, math.mininteger)
+      -- a sum beyond the range: refused, nothing written (Curator's long wraps around)
+      al:force_set(math.maxinteger)
+      bad("does not fit in a 64%-bit integer", al.increment, al)
+      assert.equals(math.maxinteger, al:get().post_value)
+      zk:delete(path)
+    end
     assert.is_nil(zk:exists(path))
   end)
 end)

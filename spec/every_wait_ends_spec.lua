@@ -102,6 +102,9 @@ local FACTORIES = {
   { "WriteLock", function(c) return c.zk:WriteLock(c.root .. "/rwlock") end },
   { "Election", function(c) return c.zk:Election(c.root .. "/election") end },
   { "Counter", function(c) return c.zk:Counter(c.root .. "/counter") end },
+  { "AtomicLong", function(c)
+      return c.zk:AtomicLong(c.root .. "/atomic", { promoted_to_lock = { path = c.root .. "/al" } })
+    end },
   { "Party", function(c) return c.zk:Party(c.root .. "/party") end },
   { "ShallowParty", function(c) return c.zk:ShallowParty(c.root .. "/sparty") end },
   { "Barrier", function(c) return c.zk:Barrier(c.root .. "/barrier") end },
@@ -161,6 +164,15 @@ call("Semaphore:on_lost", function(c) return c.sem:on_lost(nothing) end)
 call("Counter:add", function(c) return c.counter:add(1, BOUND) end)
 call("Counter:sub", function(c) return c.counter:sub(1, BOUND) end)
 call("Counter:get", function(c) return c.counter:get(BOUND) end)
+call("AtomicLong:get", function(c) return c.atomic:get(BOUND) end)
+call("AtomicLong:increment", function(c) return c.atomic:increment(BOUND) end)
+call("AtomicLong:decrement", function(c) return c.atomic:decrement(BOUND) end)
+call("AtomicLong:add", function(c) return c.atomic:add(2, BOUND) end)
+call("AtomicLong:subtract", function(c) return c.atomic:subtract(2, BOUND) end)
+call("AtomicLong:try_set", function(c) return c.atomic:try_set(3, BOUND) end)
+call("AtomicLong:compare_and_set", function(c) return c.atomic:compare_and_set(3, 4, BOUND) end)
+call("AtomicLong:force_set", function(c) return c.atomic:force_set(5, BOUND) end)
+call("AtomicLong:initialize", function(c) return c.atomic:initialize(6, BOUND) end)
 call("Queue:put", function(c) return c.queue:put("item") end)
 call("Queue:put_all", function(c) return c.queue:put_all({ "a", "b" }) end)
 call("Queue:len", function(c) return c.queue:len() end)
@@ -310,6 +322,7 @@ local CLASSES = {
   WriteLock = function(c) return c.writelock end,
   Semaphore = function(c) return c.sem end,
   Counter = function(c) return c.counter end,
+  AtomicLong = function(c) return c.atomic end,
   Queue = function(c) return c.queue end,
   LockingQueue = function(c) return c.lqueue end,
   Barrier = function(c) return c.barrier end,
@@ -404,6 +417,7 @@ local function objects_of(zk, root, name)
     writelock = zk:WriteLock(root .. "/rwlock", name),
     sem = zk:Semaphore(root .. "/sem", nil, 1),
     counter = zk:Counter(root .. "/counter"),
+    atomic = zk:AtomicLong(root .. "/atomic", { promoted_to_lock = { path = root .. "/al" } }),
     queue = zk:Queue(root .. "/queue"),
     lqueue = zk:LockingQueue(root .. "/lqueue"),
     barrier = zk:Barrier(root .. "/barrier"),

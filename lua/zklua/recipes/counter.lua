@@ -24,8 +24,9 @@
 --   and zklua processes add to one value and read each other's; an int counter (integer
 --   default, the seed of a node this counter creates; empty data reads as 0, as Curator).
 --   Values are 64-bit: under LuaJIT one beyond 2^53 comes back as int64 cdata.  SUSPENDED,
---   LOST and sharing as for every counter (above and below).  Curator's promoted-to-lock mode
---   is not offered: an add retries its BadVersion until done or timed out instead.
+--   LOST and sharing as for every counter (above and below).  An add retries its BadVersion
+--   until done or timed out; Curator's own API on this node (retry counts, succeeded = false,
+--   promoted-to-lock, compare-and-set) is zk:AtomicLong (zklua.recipes.atomic_long).
 -- * Data that is not a value of the counter's type raises KazooException (kazoo: ValueError);
 --   a sum that overflows 64 bits (32 for curator) raises BadArgumentsError and nothing is
 --   written.
