@@ -333,6 +333,29 @@ describe("Counter{layout = 'curator-atomic-long'} and DistributedAtomicLong", fu
     proxy:stop()
   end)
 
+  it("AtomicLong: the whole 64-bit range both ways (LuaJIT: int64 cdata, exact)", function()
+    local compat = require "zklua.compat"
+    local al = zk:AtomicLong(path)
+    local curator = start(server.hosts, path, SESSION_MS)
+    curator:send("set 9223372036854775806")
+    curator:expect("^set 9223372036854775806$")
+    local v = al:get().post_value
+    assert.equals("9223372036854775806", compat.id_string(v))
+    local c = al:compare_and_set(v, v + 1) -- handed back as read: exact
+    assert.is_true(c.succeeded)
+    assert.equals("9223372036854775807", compat.id_string(c.post_value))
+    curator:send("get")
+    curator:expect("^value 9223372036854775807$")
+    helpers.raises(errors.BadArgumentsError, al.increment, al) -- beyond: nothing written
+    assert.equals(1, al:subtract(v).post_value)
+    al:force_set(-v - 2)
+    curator:send("get")
+    curator:expect("^value %-9223372036854775808$")
+    helpers.raises(errors.BadArgumentsError, al.decrement, al)
+    helpers.raises(errors.BadArgumentsError, al.subtract, al, -v - 2) -- cannot be negated
+    assert.equals("-9223372036854775808", compat.id_string(al:get().pre_value))
+  end)
+
   it("AtomicLong, SUSPENDED: an increment whose set reply was lost applies once", function()
     local member, proxy, states = helpers.client_losing_reply(server:node(1), SESSION_MS / 1000)
     local al = member:AtomicLong(path)

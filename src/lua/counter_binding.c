@@ -7,6 +7,7 @@
  *   counter:start(add, delta) -> true, or nil and "busy" | "closed"   (add false: a read)
  *   counter:start_op("read" | "add" | "set" | "cas" | "force" | "init", a, b, max_tries)
  *     -> as start   (all but "read" and "add": "curator_atomic" only; see counter.h)
+ *   (the values: numbers, or for the integer kinds decimal strings, read exactly)
  *   counter:tries() -> tries of the operation under way or of the last one
  *   counter:phase() -> "idle" | "busy"
  *   counter:outcome() -> "ok" | "failed" | "bad_data" | "overflow" | "not_set", rc
@@ -22,6 +23,8 @@
  * session's userdata as a user value; once the session is closed the counter is told to forget
  * it.  Collecting a counter frees it with zkl_counter_free().
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../recipes/counter.h"
@@ -45,13 +48,24 @@ static counter_box *check_box(lua_State *L)
     return (counter_box *)zkl_recipe_check(L, &COUNTER_TYPE);
 }
 
+/* A value at idx: a number, or for the integer kinds a decimal string, read exactly (how the
+ * Lua layer hands over LuaJIT's int64 cdata, beyond a double's 2^53). */
 static zkl_counter_value to_value(lua_State *L, int idx, int kind)
 {
     zkl_counter_value v;
-    if (kind == ZKL_COUNTER_FLOAT)
+    if (kind == ZKL_COUNTER_FLOAT) {
         v.f = (double)luaL_checknumber(L, idx);
-    else
+    } else if (lua_type(L, idx) == LUA_TSTRING) {
+        const char *text = lua_tostring(L, idx);
+        char *end;
+        errno = 0;
+        long long x = strtoll(text, &end, 10);
+        luaL_argcheck(L, errno == 0 && end != text && *end == '\0', idx,
+                      "not a 64-bit integer in decimal");
+        v.i = (int64_t)x;
+    } else {
         v.i = (int64_t)luaL_checkinteger(L, idx);
+    }
     return v;
 }
 

@@ -44,8 +44,9 @@
 -- * Sharing: calls from coroutines sharing one object take turns (zklua.recipes.base); each
 --   gets its own result table.
 --
--- Numbers: integers (Lua 5.4) or integral numbers in the 64-bit range (LuaJIT: exact up to
--- 2^53); values read beyond 2^53 come back under LuaJIT as int64 cdata, as the Counter's.
+-- Numbers: integers (Lua 5.4); under LuaJIT integral numbers in the 64-bit range (exact up to
+-- 2^53) or int64 cdata (exact), and values read beyond 2^53 come back as int64 cdata, as the
+-- Counter's, so they can be handed back (compare_and_set(v.post_value, ...)).
 local core = require "zklua.core"
 local errors = require "zklua.errors"
 local check = require "zklua.check"
@@ -63,7 +64,13 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
+-- LuaJIT's int64 cdata, exact (compat.is_id); the C layer reads its decimal form.
+local function is_int64(n)
+  return type(n) == "cdata" and compat.is_id(n)
+end
+
 local function long_of(fname, argument, n)
+  if is_int64(n) then return n end
   if not compat.is_integer(n) then
     check.fail(fname, argument, argument .. " must be an integer (got " ..
                (type(n) == "number" and tostring(n) or type(n)) .. ")")
@@ -116,6 +123,8 @@ local function one(self, fname, op, a, b, max_tries, sleep_ms, retries, timeout,
   base.check_wait(base.wait(self, function() return ud:phase() ~= "busy" end, deadline),
                   errors.TimeoutError, fname, self.path, timeout)
   if sleep_ms then set_policy(ud, sleep_ms, retries) end
+  if is_int64(a) then a = compat.id_string(a) end
+  if is_int64(b) then b = compat.id_string(b) end
   local started, why = ud:start_op(op, a, b, max_tries)
   if not started then
     errors.raise(why == "busy" and errors.KazooException or errors.ConnectionClosedError,
@@ -226,7 +235,8 @@ end
 
 function AtomicLong:subtract(n, timeout)
   n = long_of("subtract", "delta", n)
-  if n == compat.mininteger then
+  local min = is_int64(n) and compat.id_string(n) == "-9223372036854775808"
+  if min or n == compat.mininteger then
     check.fail("subtract", "delta", "delta is too small to negate")
   end
   return update(self, "subtract", "add", -n, nil, timeout)
