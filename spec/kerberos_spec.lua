@@ -6,7 +6,8 @@
 -- (across an ensemble) and with a new session after an expiry; a Lock works, and is shared
 -- with kazoo (its GSSAPI: pure-sasl and python3-kerberos).  Faults (a KDC down, principals
 -- the KDC or the server does not know, a keytab without the principal, credentials lost at a
--- reconnect) each end with a named error within the start timeout, never a hang.
+-- reconnect, a KDC that accepts and never answers) each end with a named error within the
+-- start timeout, never a hang, and stop() returns.
 --
 -- This process's clients are bob: kdc:use() sets KRB5_CONFIG, KRB5_CLIENT_KTNAME and
 -- KRB5CCNAME here once.  Other principals run in child processes with their own environment.
@@ -296,6 +297,35 @@ zk.stop()
     -- and back: the same keytab connects
     local out = connect_child(kdc:env(keytabs.bob), '{ mechanism = "GSSAPI" }')
     assert.matches("\nok\n", out, 1, true)
+  end)
+
+  it("a KDC that accepts and never answers: start's TimeoutError names it, stop returns", function()
+    -- SIGSTOP: the kernel accepts the connection and queues the request, nothing answers.
+    -- MIT waits about 27 s by its own timeouts; the client's tickets are fetched on a thread
+    -- of their own before the connection, so start(5) ends by its timeout, naming the KDC,
+    -- while MIT still waits (the message says the fetch had not ended), and stop/close return
+    local script = [[
+local zklua = require "zklua"
+local zk = zklua.client{ hosts = arg[1], timeout = 10, sasl_options = { mechanism = "GSSAPI" } }
+local ok, err = pcall(zk.start, zk, 5)
+print(ok and "started" or "error:" .. tostring(err))
+zk:stop()
+print("stopped:" .. zk.state)
+zk:close()
+print("closed")
+]]
+    kdc:pause()
+    local ok, out = pcall(zklua_child, kdc:env(keytabs.bob), script, server.hosts)
+    kdc:resume()
+    assert(ok, out)
+    assert.matches("error:TimeoutError: could not connect to " .. server.hosts .. " within 5 s " ..
+                   "(the Kerberos KDC has not answered the client's SASL GSSAPI ticket requests)",
+                   out, 1, true)
+    assert.matches("\nstopped:LOST\nclosed\n", out, 1, true)
+    -- the KDC answers again: a client with a ticket cache of its own connects and reads
+    admin:create(root .. "/after", "v")
+    out = connect_child(kdc:env(keytabs.bob), '{ mechanism = "GSSAPI" }', root .. "/after")
+    assert.matches("read:v\nok\n", out, 1, true)
   end)
 
   it("a service principal the server has no key for: the server refuses, AuthFailedError", function()

@@ -467,10 +467,13 @@ function Client:start(timeout)
   end
   if not connected then
     local tls_failure = self._session and self._session:last_tls_failure()
+    -- SASL GSSAPI gets its tickets before it connects (src/core/kerberos_tickets.h)
+    local kdc_silent = self._session and self._session:awaits_kdc()
     self:stop()
     errors.raise(errors.TimeoutError, "could not connect to " .. self._hosts .. " within " ..
                  timeout .. " s" .. (tls_failure and " (the last TLS handshake failed: " ..
-                 tls_failure .. ")" or ""))
+                 tls_failure .. ")" or "") .. (kdc_silent and " (the Kerberos KDC has not " ..
+                 "answered the client's SASL GSSAPI ticket requests)" or ""))
   end
   -- as kazoo: a chroot that does not exist is warned about (zk:ensure_path("/") creates it)
   if self.chroot ~= "" then

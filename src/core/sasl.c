@@ -126,6 +126,11 @@ const char *zkl_sasl_user(const zkl_sasl *sasl)
     return sasl->user;
 }
 
+const char *zkl_sasl_service(const zkl_sasl *sasl)
+{
+    return sasl->service;
+}
+
 void zkl_sasl_free(zkl_sasl *sasl)
 {
     if (!sasl)
@@ -177,6 +182,12 @@ const char *zkl_sasl_user(const zkl_sasl *sasl)
 {
     (void)sasl;
     return "";
+}
+
+const char *zkl_sasl_service(const zkl_sasl *sasl)
+{
+    (void)sasl;
+    return NULL;
 }
 
 void zkl_sasl_free(zkl_sasl *sasl)

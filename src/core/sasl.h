@@ -28,6 +28,8 @@ void *zkl_sasl_params(zkl_sasl *sasl);
 /* The mechanism and user, for messages. */
 const char *zkl_sasl_mechanism(const zkl_sasl *sasl);
 const char *zkl_sasl_user(const zkl_sasl *sasl);
+/* The service name ("zookeeper"), or NULL without SASL in this build. */
+const char *zkl_sasl_service(const zkl_sasl *sasl);
 /* After the last handle using it is closed; the password is wiped. */
 void zkl_sasl_free(zkl_sasl *sasl);
 

@@ -261,12 +261,40 @@ static void let_ops_in_flight_finish(zkl_session *s)
     zkl_queue_wait_idle(&s->queue, wait_ms);
 }
 
+/* SASL GSSAPI: the handle waits for the tickets it needs (kerberos_tickets.h) so that its
+ * I/O thread never waits for a KDC; 1 when a fetch was started. */
+static int fetch_tickets_first(zkl_session *s)
+{
+    const char *mechanism = s->sasl ? zkl_sasl_mechanism(s->sasl) : NULL;
+    const char *service = s->sasl ? zkl_sasl_service(s->sasl) : NULL;
+    if (!mechanism || strcmp(mechanism, "GSSAPI") != 0 || !service || s->tickets)
+        return s->tickets != NULL;
+    s->tickets = zkl_kerberos_tickets_start(service, s->hosts);
+    return s->tickets != NULL;
+}
+
+static void stop_waiting_for_tickets(zkl_session *s)
+{
+    zkl_kerberos_tickets_release(s->tickets);
+    s->tickets = NULL;
+}
+
+int zkl_session_awaits_kdc(zkl_session *s)
+{
+    return s->tickets && !zkl_kerberos_tickets_done(s->tickets);
+}
+
 int zkl_session_start(zkl_session *s)
 {
     if (s->zh)
         return 0;
     s->stopped = 0;
     s->gave_up = 0;
+    if (fetch_tickets_first(s)) {
+        s->needs_open = 1; /* opened by retry_open_if_owed once the fetch ends */
+        s->client_state = ZKL_CS_CONNECTING;
+        return 0;
+    }
     if (open_handle(s) != 0) {
         if (errno == ENOMEM) {
             s->stopped = 1;
@@ -327,6 +355,7 @@ void zkl_session_stop(zkl_session *s)
         zkl_ops_fail_unsent(s, ZCLOSING); /* held back by the window: the server never saw them */
     s->stopped = 1;
     s->needs_open = 0;
+    stop_waiting_for_tickets(s); /* a KDC that never answers holds only the fetch's thread */
     end_suspension(s);
     let_ops_in_flight_finish(s);
     close_handle(s, ZCLOSING);
@@ -393,8 +422,10 @@ int zkl_session_notify_fd(zkl_session *s, int fd)
 
 static void retry_open_if_owed(zkl_session *s)
 {
-    if (s->needs_open && !s->stopped)
-        open_handle(s);
+    if (!s->needs_open || s->stopped || zkl_session_awaits_kdc(s))
+        return;
+    stop_waiting_for_tickets(s);
+    open_handle(s);
 }
 
 /* While SUSPENDED, the ms left before the session counts as lost (0 when due); else -1. */

@@ -105,6 +105,9 @@ long zkl_session_pending_ops(zkl_session *s);
 /* The reason the last TLS handshake of this session failed ("certificate verify failed",
  * ...), copied into buf (size bytes); 0, or -1 when none failed since the last connection. */
 int zkl_session_last_tls_failure(zkl_session *s, char *buf, size_t size);
+/* 1 while a SASL GSSAPI session waits for its Kerberos tickets before opening its handle
+ * (kerberos_tickets.h): the KDC has not answered yet; else 0. */
+int zkl_session_awaits_kdc(zkl_session *s);
 /* Cyrus SASL's reason the last SASL exchange of this session failed on the client's side
  * (GSSAPI: "... Cannot contact any KDC for realm ..."), copied into buf; 0, or -1 when none
  * did (a refusal by the server is AUTH_FAILED without one). */

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "queue.h"
+#include "kerberos_tickets.h"
 #include "reconnect.h"
 #include "sasl.h"
 #include "session.h"
@@ -41,6 +42,9 @@ struct zkl_session {
     unsigned generation;      /* bumped for every new zhandle */
     int stopped;
     int needs_open;           /* a new handle is owed (opening one failed) */
+    /* SASL GSSAPI: the tickets being fetched before the handle opens (kerberos_tickets.h);
+     * the handle is owed (needs_open) until the fetch ends.  NULL: none pending. */
+    zkl_kerberos_tickets *tickets;
     /* Why the owner is closing the handle: the library fails what it still holds with
      * ZCLOSING, which completions report as this instead (ZSESSIONEXPIRED after an expiry). */
     atomic_int closing_rc;

@@ -228,6 +228,13 @@ static int session_hold_reconnection(lua_State *L)
     return 0;
 }
 
+/* awaits_kdc() -> true while SASL GSSAPI waits for the KDC's tickets before connecting */
+static int session_awaits_kdc(lua_State *L)
+{
+    lua_pushboolean(L, zkl_session_awaits_kdc(check_session(L)));
+    return 1;
+}
+
 /* last_tls_failure() -> OpenSSL's reason the last TLS handshake failed, or nil */
 static int session_last_tls_failure(lua_State *L)
 {
@@ -813,6 +820,7 @@ static const luaL_Reg session_methods[] = {
     {"window_use", session_window_use},
     {"failed_connection_attempts", session_failed_connection_attempts},
     {"last_tls_failure", session_last_tls_failure},
+    {"awaits_kdc", session_awaits_kdc},
     {"last_sasl_failure", session_last_sasl_failure},
     {"hold_reconnection", session_hold_reconnection},
     {"close", session_close},

@@ -7,6 +7,7 @@
 --   kdc:use(keytab)    -- the same set in this process's environment (its clients' credentials)
 --   kdc:env_prefix(keytab) -- the same as "NAME='value' ..." for a shell command
 --   kdc:stop(); kdc:start()                      -- "KDC down", and back
+--   kdc:pause(); kdc:resume()  -- SIGSTOP/SIGCONT by its PID (kdc.pid): accepts, never answers
 --   kdc:close()                                  -- stopped by PID, its temp dir removed
 --
 -- Debian's krb5-kdc (krb5kdc, kdb5_util) and krb5-admin-server (kadmin.local), each run with
@@ -145,7 +146,7 @@ function KDC:stop()
   local pid = self.pid
   if not pid then return end
   local util = self.util
-  util.run("kill -TERM " .. pid .. " 2>/dev/null")
+  util.run("kill -TERM " .. pid .. " 2>/dev/null; kill -CONT " .. pid .. " 2>/dev/null")
   local core = require "zklua.core"
   local deadline = core.monotonic() + 10
   while util.pid_alive(pid) and core.monotonic() < deadline do core.sleep(0.02) end
@@ -154,6 +155,19 @@ function KDC:stop()
     while util.pid_alive(pid) do core.sleep(0.02) end
   end
   self.pid = nil
+end
+
+--- Freezes krb5kdc (SIGSTOP by its PID): the kernel still accepts its connections and
+-- queues the requests, nothing answers them, until resume().
+function KDC:pause()
+  assert(self.pid, "the KDC is not running")
+  self.util.run("kill -STOP " .. self.pid)
+end
+
+--- Lets a paused krb5kdc run again (SIGCONT): it answers the requests queued meanwhile.
+function KDC:resume()
+  assert(self.pid, "the KDC is not running")
+  self.util.run("kill -CONT " .. self.pid)
 end
 
 --- Stops the KDC and removes its temp dir.
