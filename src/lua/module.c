@@ -8,6 +8,7 @@
  * library's log level, and the test harness's socket helpers.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,14 +114,18 @@ static int core_monotonic(lua_State *L)
     return 1;
 }
 
-/* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal */
+/* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal; and
+ * whether one of them was not an open fd (a list made before it was closed) */
 static int core_poll(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     int timeout = zkl_opt_timeout_ms(L, 2);
-    int n = (int)lua_rawlen(L, 1);
-    if (n > 1024)
+    size_t len = (size_t)lua_rawlen(L, 1);
+    /* no cap of our own: poll() takes as many as the process may open (a blocking handler
+     * waits on every client of the process: 5000 sessions are 5000 fds here) */
+    if (len > (size_t)INT_MAX / sizeof(struct pollfd))
         return luaL_argerror(L, 1, "too many fds");
+    int n = (int)len;
     struct pollfd *fds = lua_newuserdatauv(L, sizeof *fds * (size_t)(n ? n : 1), 0);
     for (int i = 0; i < n; i++) {
         lua_rawgeti(L, 1, i + 1);
@@ -129,8 +134,12 @@ static int core_poll(lua_State *L)
         lua_pop(L, 1);
     }
     int ready = poll(fds, (nfds_t)n, timeout);
+    int invalid = 0;
+    for (int i = 0; ready > 0 && i < n; i++)
+        invalid |= (fds[i].revents & POLLNVAL) != 0;
     lua_pushboolean(L, ready > 0);
-    return 1;
+    lua_pushboolean(L, invalid);
+    return 2;
 }
 
 /* cpu_time() -> seconds of CPU (user + system, all threads) this process used */

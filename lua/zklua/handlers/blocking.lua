@@ -29,7 +29,31 @@ local blocking = { name = "blocking", timeout_exception = require("zklua.errors"
 local POLL_SLICE = 0.2 -- seconds
 
 local clients = setmetatable({}, { __mode = "k" }) -- attached client -> true
-local fd_list = nil -- the attached clients' fds, rebuilt after attach/detach
+-- The attached clients as a list (weak: a client nothing else holds is still collected) and
+-- their fds, made again after attach/detach and after a garbage collection cycle: a client
+-- collected without close() has its fd closed by its session's finalizer, which runs after
+-- the cycle that empties probe (whose key nothing else holds), so a list made since the last
+-- cycle names no closed (or reused) fd.  Made once per change, not per wait: a process with
+-- 5000 clients paid for the walk on every wake-up.
+local client_list, client_n, fd_list = nil, 0, nil
+local probe = setmetatable({}, { __mode = "k" })
+
+local function lists()
+  if client_list == nil or next(probe) == nil then
+    local list, n, fd_of = setmetatable({}, { __mode = "v" }), 0, {}
+    for client in pairs(clients) do
+      n = n + 1
+      list[n] = client
+      local fd = client:fileno()
+      if fd then fd_of[#fd_of + 1] = fd end
+    end
+    client_list, client_n, fd_list = list, n, fd_of
+    probe[{}] = true
+  end
+  return client_list, client_n, fd_list
+end
+
+local function changed() client_list = nil end
 
 -- The client attached alone carries client._waits_alone = true: its sync ops may wait on its
 -- own session (Client:_call), and a field read per op costs less than asking here.  Set anew
@@ -43,14 +67,14 @@ end
 
 function blocking.attach(client)
   clients[client] = true
-  fd_list = nil
+  changed()
   mark_lone_client()
 end
 
 function blocking.detach(client)
   clients[client] = nil
   client._waits_alone = false
-  fd_list = nil
+  changed()
   mark_lone_client()
 end
 
@@ -58,14 +82,11 @@ end
 -- how many were handled.  The clients are listed first: a callback may close a client or make
 -- a new one while the walk goes on.
 local function dispatch_all()
-  local list, n = {}, 0
-  for client in pairs(clients) do
-    n = n + 1
-    list[n] = client
-  end
+  local list, n = lists() -- a change makes a new list: this walk keeps its own
   local handled = 0
   for i = 1, n do
-    handled = handled + list[i]:dispatch(0)
+    local client = list[i]
+    if client then handled = handled + client:dispatch(0) end
   end
   return handled + blocking.drain()
 end
@@ -137,14 +158,7 @@ function blocking.drain()
 end
 
 local function fds()
-  if not fd_list then
-    fd_list = {}
-    for client in pairs(clients) do
-      local fd = client:fileno()
-      if fd then fd_list[#fd_list + 1] = fd end
-    end
-  end
-  return fd_list
+  return (select(3, lists()))
 end
 
 local function only_client()
@@ -158,7 +172,6 @@ local function wait_loop(done, timeout)
       if done() then return true end
       local remaining = deadline and deadline - core.monotonic()
       if remaining and remaining <= 0 then return false end
-      fd_list = nil -- a client collected without close() leaves the cached list stale
       local list = fds()
       if #list == 1 then
         only_client():wait_for_events(remaining) -- a condition variable: the cheapest wake-up
@@ -167,7 +180,8 @@ local function wait_loop(done, timeout)
       else
         -- in slices, as a lone client's wait: Lua hooks (the runner's signal hook, a
         -- script's own deadline) get control back at least every 0.2 s
-        core.poll(list, math.min(remaining or POLL_SLICE, POLL_SLICE))
+        local _, closed = core.poll(list, math.min(remaining or POLL_SLICE, POLL_SLICE))
+        if closed then changed() end -- (cannot happen, see lists(); made again if it did)
       end
     end
     if done() then return true end
