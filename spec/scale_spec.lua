@@ -3,8 +3,8 @@
 -- rebalance and a leave with no session lost (before the session's window and O(1) work per
 -- lock event, 20k items took 69 s and 26 s of client CPU to acquire, and 100k flooded the
 -- server until sessions expired); a member process mid-acquire exits on SIGTERM, and one
--- whose session expires reports FAILURE and ends; 1100 sessions share one process.  The watch bursts are in spec/nesting_spec.lua, the window
--- itself in spec/window_spec.lua.
+-- whose session expires reports FAILURE and ends; 1100 sessions share one process.  The watch
+-- bursts are in spec/nesting_spec.lua, the window itself in spec/window_spec.lua.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
