@@ -11,6 +11,16 @@ local support = require "curator.support"
 
 local RETRY_ONE_TIME = { retries = 1, retry_sleep = 0.001 }
 
+-- DistributedAtomicLong.valueToBytes(n): 8 big-endian bytes (n >= 0 here).
+local function to_bytes(n)
+  local b = {}
+  for i = 8, 1, -1 do
+    b[i] = string.char(n % 256)
+    n = math.floor(n / 256)
+  end
+  return table.concat(b)
+end
+
 local function dal_of(client, path, opts)
   return client:AtomicLong(path, opts or RETRY_ONE_TIME)
 end
@@ -45,10 +55,12 @@ describe("TestDistributedAtomicLong", function()
   end)
 
   it("testCompareAndSet", function()
-    -- Curator's valueToBytes override increments the node (another DistributedAtomicLong)
-    -- between compareAndSet's read and its set.  Here the fault proxy places that increment
-    -- there: the read reaches the server and its reply is held (cut_reply), another client
-    -- increments, then the reply goes on and the set meets the newer version.
+    -- Curator's valueToBytes override increments the node (another DistributedAtomicLong on
+    -- the same client) between compareAndSet's read and its set.  Here the fault proxy places
+    -- that increment there: the read goes up and its reply is held (cut_reply); the
+    -- increment's versioned set goes up on the same session behind it (the server handles a
+    -- session's requests in order); then the replies go on and compareAndSet's set meets the
+    -- newer version.
     local server = h:own_server()
     local proxy = testing.proxy(server:node(1))
     support.threads(function(env)
@@ -60,13 +72,15 @@ describe("TestDistributedAtomicLong", function()
       assert.is_false(dal:compare_and_set(1, 5).succeeded)
 
       -- doIncrement.set(true)
-      local inc = dal_of(env.client({ hosts = server.hosts }), "/counter")
+      local version = select(2, client:get("/counter")).version
       proxy:cut_reply("get")
       local result
       local cas = env.spawn(function() result = dal:compare_and_set(5, 10) end)
       env.eventually(function() return proxy:status().cut end, 60, "the read at the server")
-      assert.is_true(inc:increment().succeeded) -- "this will force a bad version exception"
+      -- inc.increment(): "this will force a bad version exception"
+      local inc = client:set_async("/counter", to_bytes(6), version)
       proxy:resume()
+      assert.equals(version + 1, inc:get(60).version)
       cas:join(60)
       assert.is_true(cas.ok, tostring(cas.result))
       assert.is_false(result.succeeded)
