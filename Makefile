@@ -128,7 +128,7 @@ deps:
 # three mostly wait.  The last line adds up the runs (scripts/spec-total).
 # The slowest spec files of the run are listed from build/spec-times (ZKLUA_SPEC_TIMES).
 SPEC_ENV := ZKLUA_SPEC_TALLY=build/spec-tally ZKLUA_SPEC_TIMES=build/spec-times
-SIDE_SPECS := spec/curator_parity_spec.lua spec/tls_spec.lua
+SIDE_SPECS := spec/curator_parity_spec.lua spec/tls_spec.lua spec/tls_faults_spec.lua
 test: deps all luajit lint build/asan/zklua
 	@rm -f build/spec-tally build/spec-times
 	@{ $(SPEC_ENV) $(MAKE) --no-print-directory asan-quick; a=$$?; \
@@ -191,7 +191,7 @@ SLOW_SPECS := $(addprefix spec/,$(addsuffix _spec.lua,chaos chaos_load quorum en
               patient_children session connection_retry counter_backoff cli watch allocator sandbox \
               docs every_wait_ends logging partition curator_interop curator_semaphore \
               persistent_node curator_discovery curator_parity curator_ttl_node tls sasl kerberos x509 tls_sasl \
-              tls_sasl_interop))
+              tls_sasl_interop tls_faults))
 FAST_SPECS := $(filter-out $(SLOW_SPECS),$(sort $(wildcard spec/*_spec.lua)))
 test-fast: deps all
 	scripts/run-specs $(FAST_SPECS)
