@@ -5,6 +5,7 @@ local zklua = require "zklua"
 local core = require "zklua.core"
 local testing = require "zklua.testing"
 local helpers = require "support.helpers"
+local ledger = require "support.ledger"
 local errors = zklua.errors
 
 local function error_name(err)
@@ -201,29 +202,12 @@ describe("a client on a 3-node ensemble", function()
   it("every write acknowledged before a node restart is readable after it", function()
     local zk = started{ hosts = ens.hosts, timeout = 10 }
     zk:ensure_path("/ledger")
-    local futures = {}
-    for i = 1, 150 do
-      futures[#futures + 1] = { kind = "create", path = string.format("/ledger/e%03d", i),
-                                value = "entry " .. i }
-      futures[#futures].future = zk:create_async(futures[#futures].path, futures[#futures].value)
-    end
-    for i = 1, 50 do
-      futures[#futures + 1] = { kind = "set", value = "balance " .. i,
-                                future = zk:set_async("/ledger", "balance " .. i) }
-    end
-    local acked_creates, last_set, sets = {}, nil, 0
-    for _, entry in ipairs(futures) do
-      assert.is_true(entry.future:wait(30), "a write never resolved")
-      assert.is_true(entry.future:successful(), error_name(entry.future.exception))
-      if entry.kind == "create" then
-        acked_creates[#acked_creates + 1] = entry
-      else
-        sets = sets + 1
-        last_set = entry.value
-      end
-    end
-    assert.are.equal(150, #acked_creates)
-    assert.are.equal(50, sets)
+    local L = ledger.new("ensemble") -- spec/support/ledger.lua: acknowledged writes
+    for i = 1, 150 do L:create(zk, string.format("/ledger/e%03d", i), "entry " .. i) end
+    for i = 1, 50 do L:set(zk, "/ledger", i) end
+    assert.are.equal(0, L:settle(30), "a write never resolved")
+    assert.are.equal("", L:failures())
+    assert.are.equal(200, L.acked)
 
     -- restart the leader: an election follows, the old leader rejoins as a follower
     local leader = assert(ens:leader(), "no leader")
@@ -233,21 +217,17 @@ describe("a client on a 3-node ensemble", function()
     -- while the ensemble elects a new leader, reads may time out: retry them, as a user would
     local patient = zklua.retry{ max_tries = -1, delay = 0.1, deadline = 30 }
     local function check(client, where)
-      local children = patient(client.get_children, client, "/ledger")
-      assert.are.equal(150, #children, where)
-      for _, entry in ipairs(acked_creates) do
-        local value = patient(client.get, client, entry.path)
-        assert.are.equal(entry.value, value, where .. " " .. entry.path)
-      end
+      assert.are.same({}, L:check(client, where, 30))
+      assert.are.equal(150, #patient(client.get_children, client, "/ledger"), where)
       local data, stat = patient(client.get, client, "/ledger")
-      assert.are.equal(last_set, data, where)
+      assert.are.equal("50", data, where)
       assert.are.equal(50, stat.version, where)
     end
     -- read from the restarted node itself, and through the original client
     local direct = started{ hosts = leader.hosts, timeout = 10 }
-    check(direct, "on the restarted node")
+    check(direct, "the restarted node")
     testing.wait_for(function() return zk.state == "CONNECTED" end, 30, "the client")
-    check(zk, "through the first client")
+    check(zk, "the first client")
     patient(zk.delete, zk, "/ledger", nil, true) -- the ensemble may still be settling
   end)
 end)
