@@ -114,8 +114,7 @@ static int core_monotonic(lua_State *L)
     return 1;
 }
 
-/* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal; and
- * whether one of them was not an open fd (a list made before it was closed) */
+/* poll({fd, ...}, timeout_s) -> true if any fd is readable, false on timeout or signal */
 static int core_poll(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -134,12 +133,8 @@ static int core_poll(lua_State *L)
         lua_pop(L, 1);
     }
     int ready = poll(fds, (nfds_t)n, timeout);
-    int invalid = 0;
-    for (int i = 0; ready > 0 && i < n; i++)
-        invalid |= (fds[i].revents & POLLNVAL) != 0;
     lua_pushboolean(L, ready > 0);
-    lua_pushboolean(L, invalid);
-    return 2;
+    return 1;
 }
 
 /* cpu_time() -> seconds of CPU (user + system, all threads) this process used */

@@ -180,8 +180,7 @@ local function wait_loop(done, timeout)
       else
         -- in slices, as a lone client's wait: Lua hooks (the runner's signal hook, a
         -- script's own deadline) get control back at least every 0.2 s
-        local _, closed = core.poll(list, math.min(remaining or POLL_SLICE, POLL_SLICE))
-        if closed then changed() end -- (cannot happen, see lists(); made again if it did)
+        core.poll(list, math.min(remaining or POLL_SLICE, POLL_SLICE))
       end
     end
     if done() then return true end
