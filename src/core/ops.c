@@ -2,7 +2,7 @@
  * ops.c — see ops.h.  Submission and the library's completion callbacks.
  *
  * An op is tracked as pending before the library sees it, because its completion may run on
- * the completion thread before zoo_a* even returns.  When zoo_a* refuses the op outright it
+ * the library's thread before zoo_a* even returns.  When zoo_a* refuses the op outright it
  * never calls back, so the refusal is turned into the op's completion here.  Callbacks copy
  * what they are handed (the library frees it on return) and queue the op.
  *
@@ -225,7 +225,7 @@ static void keep_stat(zkl_event *op, const struct Stat *stat)
     }
 }
 
-/* ---- completion callbacks (library completion thread) ---- */
+/* ---- completion callbacks (the library's completion thread, or its I/O thread) ---- */
 
 static void on_void(int rc, const void *data)
 {

@@ -6,7 +6,9 @@
  * library's own synchronous calls are completed by the I/O thread itself, which wakes the
  * waiting caller directly: one hop.  On a loopback link the extra hop (a futex wake-up and a
  * context switch) costs about as much as the rest of a read, so a script doing one blocking
- * call after another runs them through here.
+ * call after another runs them through here.  (zklua's own build of the C client runs
+ * completions on the I/O thread, io-thread-completions.patch, so there an async op is one hop
+ * too; a direct op still skips the event's allocation and the queue.)
  *
  * A direct op runs only when nothing can be reordered by it: the session is CONNECTED, no event
  * waits to be delivered, no async op is in flight (their completions would otherwise reach
