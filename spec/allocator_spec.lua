@@ -628,6 +628,56 @@ describe("PartitionAllocator", function()
       assert_divided(items(4), ma, mb)
     end)
 
+    it("LOST before the seed was written: the rejoin writes it (the set is not lost)", function()
+      -- The group's paths are there (an earlier member left them), the set is not.  The
+      -- reply to the first path create is cut (the seed is never sent), the session expires,
+      -- and the rejoin must go back to the paths and the seed, not straight to its member node.
+      local cqueues = require "cqueues"
+      local cq_handler = require "zklua.handlers.cqueues"
+      a:ensure_path(path .. "/members")
+      a:ensure_path(path .. "/owners")
+      local p = testing.proxy(server:node(1))
+      local cq = cqueues.new()
+      local handler = cq_handler.new(cq)
+      local zk, ma, started, failure, finished
+      cq:wrap(function()
+        zk = zklua.client{ hosts = p.hosts, timeout = 4, handler = handler }
+        zk:start()
+        ma = member(zk, "A")
+        p:cut_reply("create")
+        cq:wrap(function()
+          local ok, err = pcall(ma.start, ma, items(4), 60)
+          if ok then started = true else failure = tostring(err) end
+        end)
+        local deadline = cqueues.monotime() + WAIT
+        while not p:status().cut do
+          assert(cqueues.monotime() < deadline, "the path create never reached the server")
+          handler.sleep(0.02)
+        end
+        assert.are.equal("joining", ma.state)
+        testing.expire_session(zk, WAIT, server.hosts) -- LOST: the silenced link counts too
+        p:resume()
+        while not started and not failure do
+          assert(cqueues.monotime() < deadline + WAIT, "start did not return")
+          handler.sleep(0.02)
+        end
+        assert(ma:wait_settled(WAIT), "A did not settle")
+        finished = true
+      end)
+      local deadline = cqueues.monotime() + 4 * WAIT
+      local ok, err = true, nil
+      while ok and not finished and cqueues.monotime() < deadline do ok, err = cq:step(0.5) end
+      local allocation = ma and ma.allocation
+      if ma then pcall(ma.stop, ma) end
+      if zk then zk:close() end
+      p:stop()
+      assert(ok, err)
+      assert.is_nil(failure)
+      assert.is_true(finished, "the test's coroutines did not finish")
+      assert.is_not_nil(a:exists(path .. "/partitions"), "the seed was never written")
+      assert.are.same(items(4), allocation)
+    end)
+
     it("zk:stop() while running is a LOST that stops the member", function()
       local ma, mb = member(a, "A"), member(b, "B")
       ma:start(items(4))

@@ -1327,8 +1327,11 @@ static void session_lost(zkl_allocator *a, int closed_rc)
         a->phase = ZKL_ALLOCATOR_IDLE;
         a->rc = closed_rc ? closed_rc : ZSESSIONEXPIRED;
     } else {
-        a->phase = ZKL_ALLOCATOR_JOINING; /* a new member node on the new session */
-        a->jstep = JOIN_CREATE;
+        /* a new member node on the new session; a join the expiry caught before its seed was
+         * written starts again from the paths, so the seed is not skipped */
+        int seeded = a->phase != ZKL_ALLOCATOR_JOINING || a->jstep > JOIN_SEED;
+        a->phase = ZKL_ALLOCATOR_JOINING;
+        a->jstep = seeded ? JOIN_CREATE : JOIN_ENSURE;
     }
     zkl_alloc_notify(a);
 }
