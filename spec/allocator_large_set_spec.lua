@@ -160,6 +160,63 @@ describe("PartitionAllocator, a set over one znode", function()
     assert.truthy(tostring(err):find("chunked format 3", 1, true), tostring(err))
   end)
 
+  it("a connection lost while start writes a chunked seed: start retries, the set is whole",
+     function()
+    local set = items(40000, "a-rather-long-item-name-") -- 1.4 MB of JSON
+    local p = testing.proxy(server:node(1))
+    local zk = zklua.client{ hosts = p.hosts, timeout = 3 } -- SUSPENDED 2 s after the cut
+    zk:start()
+    clients[#clients + 1] = zk
+    local suspended = 0
+    zk:add_listener(function(state)
+      if state == "SUSPENDED" then
+        suspended = suspended + 1
+        p:resume() -- the reconnection finds the link up again
+      end
+    end)
+    -- the first create of the seed write (its path or a chunk) reaches the server, and from
+    -- then on nothing comes back on that connection
+    p:cut_reply("create")
+    local m = member(zk, "A")
+    local ok, err = pcall(function()
+      local started, why = pcall(m.start, m, set, LONG)
+      assert.is_true(started, tostring(why))
+      assert.is_true(p:status().cut, "no create went through the proxy")
+      assert.is_true(suspended >= 1, "the connection was never lost")
+      assert.is_true(m:wait_settled(LONG))
+      assert.are.equal(#set, #m:partitions())
+      assert.are.equal(#set, #m.allocation)
+      local kind, tag = core.allocator_chunk_header(header())
+      assert.are.equal("chunked", kind)
+      for _, name in ipairs(admin:get_children(path .. "/partitions-chunks")) do
+        assert.are.equal(tag, name:sub(1, #tag), name .. " is no chunk of the set")
+      end
+    end)
+    pcall(m.stop, m, LONG) -- through the proxy, before it goes
+    p:stop()
+    assert(ok, err)
+  end)
+
+  it("a chunked seed that cannot be written within start's timeout: TimeoutError", function()
+    local set = items(40000, "a-rather-long-item-name-")
+    local p = testing.proxy(server:node(1))
+    local zk = zklua.client{ hosts = p.hosts, timeout = 3 }
+    zk:start()
+    clients[#clients + 1] = zk
+    p:cut_reply("create") -- and the link never comes back
+    local m = member(zk, "A")
+    local started = core.monotonic()
+    local ok, err = pcall(m.start, m, set, 4)
+    local took = core.monotonic() - started
+    p:stop()
+    assert.is_false(ok)
+    assert.is_true(errors.is(err, errors.TimeoutError), tostring(err))
+    assert.matches("the set was not written within 4 s", tostring(err), 1, true)
+    assert.is_true(took < LONG)
+    assert.are.equal("idle", m.state)
+    assert.is_nil(admin:exists(path .. "/partitions"))
+  end)
+
   it("a writer whose session dies mid-update leaves the set whole; the next write cleans up",
      function()
     local set = items(40000, "a-rather-long-item-name-") -- 1.4 MB of JSON

@@ -359,6 +359,15 @@ local function usable(client, fname)
   return client:_usable_session(fname)
 end
 
+-- The retry of every write of the set (start's chunked seed, add/remove_partitions): through
+-- connection losses, for at most `seconds` (nil: until the client stops).  A write whose
+-- reply was lost shows as done (or as changed by someone) when the set is read again, and the
+-- chunks of a write that did not commit are deleted by the next one (allocator_chunk_stale).
+local function set_retry(client, seconds)
+  return Retry.new({ max_tries = -1, delay = 0.05, max_delay = 1, deadline = seconds },
+                   client.handler.sleep)
+end
+
 --- start(seed_partitions = {}, timeout = the client's): joins the group.  seed_partitions becomes the
 -- set only when <path>/partitions does not exist yet.  Returns once this member's node exists
 -- and members, set and assignment were read (items are claimed from then on), or once a stop()
@@ -377,10 +386,18 @@ function Allocator:start(seed, timeout)
                  self.path)
   end
   if #json > core.allocator_max_node(self._partitions_path) then
-    -- chunked: written here, only if there is no set yet (C seeds with one node only)
-    local ok, exists = pcall(client.exists, client, self._partitions_path)
-    if not ok then error(exists, 0) end
-    if not exists then self:_write_set("start", list, nil, false, "seed_partitions") end
+    -- chunked: written here, only if there is no set yet (C seeds with one node only);
+    -- retried through connection losses within start's timeout
+    local node = self._partitions_path
+    local seconds = timeout or client._timeout
+    local ok, err = pcall(set_retry(client, seconds), function()
+      if not client:exists(node) then self:_write_set("start", list, nil, false, "seed_partitions") end
+    end)
+    if not ok and errors.is(err, errors.RetryFailedError) then
+      errors.raise(errors.TimeoutError, "start: the set was not written within " ..
+                   tostring(seconds) .. " s (" .. tostring(err.cause or err) .. ")", node)
+    end
+    if not ok then error(err, 0) end
     json = "[]"
   end
   self:_register()
@@ -600,11 +617,7 @@ function Allocator:_change_set(fname, items, add)
   local client = self.client
   usable(client, fname)
   local node = self._partitions_path
-  -- retried through connection losses while the session may live (a write whose reply was
-  -- lost shows as "already changed" when read again)
-  local retry = Retry.new({ max_tries = -1, delay = 0.05, max_delay = 1,
-                            deadline = math.max(client._timeout, client:session_timeout()) * 2 },
-                          client.handler.sleep)
+  local retry = set_retry(client, math.max(client._timeout, client:session_timeout()) * 2)
   return retry(function()
     while true do
       local current, stat, tag = read_set(client, node)
