@@ -30,6 +30,15 @@ local function words(line)
   return list
 end
 
+-- A worker's lock_timeout lines: the lock, its session, the contenders and their sessions.
+local function timeout_lines(w)
+  local found = {}
+  for _, line in ipairs(lines(w.kid:stdout())) do
+    if line:match("^lock_timeout ") then found[#found + 1] = line end
+  end
+  return found
+end
+
 describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", function()
   local ens, kids, dir
   local workers = {}   -- name -> { kid, ledger, out = parsed stdout }
@@ -173,7 +182,9 @@ describe("a mixed load on a 3-node ensemble whose nodes fail one at a time", fun
       local c = w.out.counts
       assert.are.equal(0, c.retry_failed, name .. ": a retried op never completed")
       assert.are.equal(0, c.failed, name .. ": an op of the load failed")
-      assert.are.equal(0, c.lock_timeouts, name .. ": a lock was out of reach for 90 s")
+      assert.are.equal(0, c.lock_timeouts, name .. ": a lock was out of reach for 90 s (" ..
+                       table.concat(timeout_lines(w), "; ") .. "); faults: " ..
+                       table.concat(faults, ", "))
       assert.are.equal(0, c.lost, name .. ": a lock's on_lost ran")
       assert.are.equal(0, c.partition_failures, name .. ": its partitioner failed")
       assert.are.equal(0, c.violations, name .. ": stale reads of its own writes")

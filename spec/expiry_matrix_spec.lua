@@ -161,6 +161,7 @@ describe("the session of a member of every recipe expires", function()
   local function lease_row()
     local lease = v:NonBlockingLease(path("lease"), 3600, "v")
     assert.is_true(lease.obtained)
+    b:sync(path("lease")) -- b's server may not have applied v's write yet (an ensemble)
     rows.lease = { lease = lease, record = b:get(path("lease") .. "/lease_holder") }
   end
 

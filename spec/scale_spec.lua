@@ -131,7 +131,10 @@ describe("at scale", function()
       assert.are.equal("0", line:match(" lost=(%d+)"), line)
       assert.are.equal("-", line:match(" error=(.*)$"), line)
       local fds, base = tonumber(line:match(" fds=(%d+)")), tonumber(line:match(" base_fds=(%d+)"))
-      assert.is_true(fds - base <= 3 * 1100, line) -- the eventfd patch: 3 per session, not 4
+      -- the eventfd patch: 3 per session, not 4.  Under load a session may be reconnecting as
+      -- the fds are counted, with a resolver's socket open for a moment: a few over 3 per
+      -- session are such moments, a 4th fd per session is 1100 over.
+      assert.is_true(fds - base < 3 * 1100 + 1100 / 2, line)
     end)
     kid:cleanup()
     own:stop()
