@@ -457,6 +457,29 @@ end
 
 -- sp (and under load)
 local SP_EVENTS = { "build", "leave", "join", "crash" }
+
+-- The server's write rate with many writes in flight (bench/write_rate.lua, as many items as
+-- the section's largest point, 10 sessions): the floor under a leave or a join, each of which
+-- releases and acquires every item (kazoo's protocol), a delete and a create per item.
+local function measure_write_rate(s, server)
+  local most = 0
+  for _, mi in ipairs(GRID.sp) do most = math.max(most, mi[2]) end
+  local r = run({ LUA, "bench/write_rate.lua", server.hosts, tostring(most), "10" }, CAP + 30)
+  local res = parse_results(r.out).write_rate
+  if res and res.creates_per_s and res.deletes_per_s then
+    s.write_rate = { creates = res.creates_per_s, deletes = res.deletes_per_s, n = most,
+                     load0 = r.load0, load1 = r.load1 }
+    s.notes[#s.notes + 1] = string.format("The server's write rate (bench/write_rate.lua: %s " ..
+      "creates, then as many deletes, from 10 sessions with 1000 in flight each, run once " ..
+      "on this section's server before its points; load %s → %s): %d creates/s, %d deletes/s.",
+      fmt_n(most), r.load0:match("^%S+"), r.load1:match("^%S+"), res.creates_per_s,
+      res.deletes_per_s)
+  else
+    s.notes[#s.notes + 1] = "The server's write rate was not measured: " ..
+                            error_line(r.err .. "\n" .. r.out)
+  end
+end
+
 local function run_sp(s, session, clients)
   local server -- started with the first run that may start
   for _, mi in ipairs(GRID.sp) do
@@ -466,7 +489,10 @@ local function run_sp(s, session, clients)
     for _, c in ipairs(clients_in_turn(clients)) do
       if not may_start(60) then not_run(p, { c }) else
         log("%s %s: %s", s.id, p.key, c)
-        server = server or new_server()
+        if not server then
+          server = new_server()
+          measure_write_rate(s, server)
+        end
         local argv = { LUA, "bench/partitioner_bench.lua", server.hosts, "1", tostring(members),
                        tostring(items), "0.1", tostring(session), c, tostring(cap_of(c)),
                        "leave,join,crash" }
@@ -999,10 +1025,17 @@ local function targets()
   if m30 and m30.events then
     local l, j = event_seconds(m30, "leave"), event_seconds(m30, "join")
     local k = sps.points[spkey(30, i2)].runs.kazoo
+    local floor = ""
+    local wr = sps.write_rate
+    if wr then -- every item released (a delete) and acquired (a create): the server's floor
+      floor = string.format("; the floor at this server's write rate: %s deletes and %s " ..
+                            "creates take %.1f s", fmt_n(i2), fmt_n(i2),
+                            i2 / wr.deletes + i2 / wr.creates)
+    end
     row(l and j and l <= 5 and j <= 5 or false, "SetPartitioner 30 × " .. fmt_n(i2) .. ":",
-        string.format("leave/join ≤ 5 s: leave %s, join %s (kazoo: leave %s, join %s)",
+        string.format("leave/join ≤ 5 s: leave %s, join %s (kazoo: leave %s, join %s)%s",
                       event_cell(m30, "leave"), event_cell(m30, "join"), event_cell(k, "leave"),
-                      event_cell(k, "join")))
+                      event_cell(k, "join"), floor))
   else
     row(nil, "SetPartitioner 30 × " .. fmt_n(i2) .. ":", "leave/join ≤ 5 s")
   end
