@@ -411,6 +411,12 @@ static uint64_t submit_step(zkl_lock *l)
     case STEP_CREATE:
         return submit_create(l);
     case STEP_FIND:
+        /* the create's reply was lost: the server that made the node may not be the one
+         * answering now, and a follower behind the leader would list without it (and the
+         * lock would create a second node, its first one then blocking it).  A sync first
+         * makes the listing, sent behind it, as new as the leader. */
+        (void)counted(l, zkl_op_sync(l->s, l->path, &l->route), 0); /* its result: stale */
+        return counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
     case STEP_CHECK:
         return counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
     case STEP_STAT:
@@ -531,6 +537,39 @@ static void stat_read(zkl_lock *l, const zkl_event *ev)
     }
 }
 
+/* Nodes of this lock's own prefix besides own: made by a create whose reply was lost and
+ * that a listing did not show (a create is not retried blindly, but a listing may still miss
+ * it).  Every such node is ours.  The lowest is kept (the place in line the lock earned
+ * first) and the others deleted (a node of ours left behind would block every contender,
+ * this lock included, for as long as the session lives).  Returns 1 when own moved to the
+ * lowest (it is read again), 0 when own is the lowest, -1 out of memory. */
+static int keep_lowest_own(zkl_lock *l, char **children, int n)
+{
+    size_t plen = strlen(l->prefix);
+    const char *lowest = l->node;
+    for (int i = 0; i < n; i++)
+        if (strncmp(children[i], l->prefix, plen) == 0 && strcmp(children[i], lowest) < 0)
+            lowest = children[i]; /* same prefix: the sequence decides */
+    char *keep = strdup(lowest);
+    if (!keep)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(children[i], l->prefix, plen) != 0 || strcmp(children[i], keep) == 0)
+            continue;
+        char *p = zkl_join_path(l->path, children[i]);
+        if (p)
+            (void)counted(l, zkl_op_delete(l->s, p, -1, &l->route), 0); /* result: stale */
+        free(p);
+    }
+    if (strcmp(keep, l->node) == 0) {
+        free(keep);
+        return 0;
+    }
+    set_string(&l->node, keep);
+    l->has_czxid = 0;
+    return 1;
+}
+
 static void contenders_read(zkl_lock *l, const zkl_event *ev)
 {
     if (ev->rc == ZNONODE) { /* the path went, and own node with it */
@@ -542,6 +581,16 @@ static void contenders_read(zkl_lock *l, const zkl_event *ev)
     if (ev->rc != ZOK) {
         step_failed(l, ev->rc);
         return;
+    }
+    switch (keep_lowest_own(l, ev->strings, ev->string_count)) {
+    case -1:
+        step_failed(l, ZSYSTEMERROR);
+        return;
+    case 1:
+        go(l, STEP_STAT); /* its czxid, then the contenders again (the deletes went first) */
+        return;
+    default:
+        break;
     }
     l->checked = 1;
     int own_listed;
