@@ -37,7 +37,9 @@
  *
  * Guarantees:
  * - One contender node per lock at most: a create whose reply was lost (connection loss) is
- *   looked up by its uuid prefix before another create (kazoo's create_tried).
+ *   looked up by its uuid prefix before another create (kazoo's create_tried), after a sync
+ *   (a follower behind the leader cannot hide it).  Should a listing ever show two nodes of
+ *   the prefix, the lower is kept and the other deleted: the lock never waits behind itself.
  * - Connection loss or an operation timeout during any step: the step is repeated once the
  *   session is CONNECTED again.  SUSPENDED changes nothing else: a holder keeps the lock
  *   (as kazoo), an acquire waits for the reconnection.  But on SUSPENDED a holder must stop
