@@ -170,11 +170,11 @@ describe("at scale", function()
         if failed then break end
       end
       assert.is_true(failed, "the member did not see its session expire: " .. kid:stdout())
-      -- the takeover that ends the session moves it first: an op of the member's that the
-      -- server answers in between fails with SessionMovedError, and that is its FAILURE then
+      -- (the member's wait can end on the FAILURE state before the notice that sets qp.error
+      -- is handled; qp.error was nil then, "failed T nil": the likely cause of one loaded
+      -- run's failure here.  qp.error is made from the state now)
       local out = kid:stdout()
-      assert.truthy(out:find("SessionExpiredError", 1, true) or
-                    out:find("SessionMovedError", 1, true), out)
+      assert.truthy(out:find("SessionExpiredError", 1, true), out)
       assert.is_true(kid:wait_exit(60), "the member did not end after its FAILURE")
       assert.are.equal(0, kid.status)
       assert.is_true(left(path))

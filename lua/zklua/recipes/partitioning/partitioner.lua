@@ -62,9 +62,20 @@ local active = {} -- luacheck: ignore 241 (an anchor table)
 
 local SetPartitioner = { __name = "zklua.SetPartitioner" }
 
+local failure_error -- (below)
+
 local fields = {
   state = function(self) return self._ud:state() end,
   failed = function(self) return self._ud:state() == "FAILURE" end,
+  -- qp.error is set when the FAILURE notice is handled; the state is C's and can be ahead of
+  -- that notice, so a script that saw qp.failed first gets the error made here, from the
+  -- state (kept: the notice finds it set)
+  error = function(self)
+    if self._ud:state() ~= "FAILURE" then return nil end
+    local err = failure_error(self)
+    rawset(self, "error", err)
+    return err
+  end,
   release = function(self) return self._ud:state() == "RELEASE" end,
   acquired = function(self) return self._ud:state() == "ACQUIRED" end,
   allocating = function(self) return self._ud:state() == "ALLOCATING" end,
@@ -276,7 +287,7 @@ local function holder_of(self, name)
   return string.format("member %q", holder)
 end
 
-local function failure_error(self)
+function failure_error(self)
   local why, rc = self._ud:failure()
   if why == "lost" then
     return errors.SessionExpiredError("the session expired: the partition is lost (make a " ..
@@ -287,7 +298,7 @@ local function failure_error(self)
     return errors.from_code(rc, self.path)
   elseif why == "conflict" then
     local name, blocker = self._ud:conflict()
-    local holder = holder_of(self, name)
+    local holder = holder_of(self, name) -- (its requests in a pcall: never raises)
     local reason = holder == string.format("member %q", self.identifier)
       and "another member uses the same identifier"
       or "the members disagree on the set or on partition_func (kazoo #392)"
@@ -308,7 +319,7 @@ function SetPartitioner:_notified(code)
   if not state then return end
   if state == "FAILURE" then
     active[self] = nil
-    if self.error == nil then self.error = failure_error(self) end
+    if rawget(self, "error") == nil then self.error = failure_error(self) end
   end
   local on_state = self._on_state
   if on_state then
