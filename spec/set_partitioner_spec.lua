@@ -148,8 +148,19 @@ local function wait_full_cover(members, set, timeout, what, also)
     for _, item in ipairs(set) do
       if not last[item] then missing[#missing + 1] = item end
     end
+    -- each member's last lines (its states, a failure and why) explain a cover that never came
+    local tails = {}
+    for _, m in ipairs(members) do
+      local lines = {}
+      for line in m.kid:stdout():gmatch("[^\n]+") do
+        if not line:match("^own ") and not line:match("^drop ") then lines[#lines + 1] = line end
+      end
+      tails[#tails + 1] = (m.name or "?") .. ": " ..
+                          table.concat(lines, " | ", math.max(1, #lines - 5))
+    end
     error("timed out waiting for " .. (what or "full cover") .. "; not owned (or shared): " ..
-          table.concat(missing, ","), 2)
+          table.concat(missing, ",") .. "\nmembers' last lines:\n" .. table.concat(tails, "\n"),
+          2)
   end
   assert_never_shared(members)
   return last
