@@ -105,6 +105,9 @@ describe("a client on a 3-node ensemble", function()
     assert.are.equal(id, patient(zk.exists, zk, "/stop-eph").owner_session_id)
     assert.are.equal(id, patient(observer.exists, observer, "/stop-eph").owner_session_id)
     patient(zk.set, zk, "/stop-eph", "still mine")
+    -- the observer's server may not have applied the set yet (reads are not linearizable):
+    -- sync makes it catch up with the leader, as a reader that must see it would
+    patient(observer.sync, observer, "/stop-eph")
     assert.are.equal("still mine", (patient(observer.get, observer, "/stop-eph")))
     for _, s in ipairs(states) do assert.are_not.equal("LOST", s) end
     assert.are.equal(id, (zk:client_id()))
