@@ -467,8 +467,7 @@ local function measure_write_rate(s, server)
   local r = run({ LUA, "bench/write_rate.lua", server.hosts, tostring(most), "10" }, CAP + 30)
   local res = parse_results(r.out).write_rate
   if res and res.creates_per_s and res.deletes_per_s then
-    s.write_rate = { creates = res.creates_per_s, deletes = res.deletes_per_s, n = most,
-                     load0 = r.load0, load1 = r.load1 }
+    s.write_rate = { creates = res.creates_per_s, deletes = res.deletes_per_s }
     s.notes[#s.notes + 1] = string.format("The server's write rate (bench/write_rate.lua: %s " ..
       "creates, then as many deletes, from 10 sessions with 1000 in flight each, run once " ..
       "on this section's server before its points; load %s → %s): %d creates/s, %d deletes/s.",

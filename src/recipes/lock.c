@@ -547,9 +547,16 @@ static int keep_lowest_own(zkl_lock *l, char **children, int n)
 {
     size_t plen = strlen(l->prefix);
     const char *lowest = l->node;
-    for (int i = 0; i < n; i++)
-        if (strncmp(children[i], l->prefix, plen) == 0 && strcmp(children[i], lowest) < 0)
+    int others = 0;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(children[i], l->prefix, plen) != 0 || strcmp(children[i], l->node) == 0)
+            continue;
+        others++;
+        if (strcmp(children[i], lowest) < 0)
             lowest = children[i]; /* same prefix: the sequence decides */
+    }
+    if (others == 0)
+        return 0; /* the usual case: nothing to allocate */
     char *keep = strdup(lowest);
     if (!keep)
         return -1;
