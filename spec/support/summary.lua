@@ -3,6 +3,9 @@
 -- to a file, the line is also appended there (scripts/spec-total adds up several runs).
 -- With ZKLUA_SPEC_TIMES set to a file, each spec file's wall time is appended there
 -- ("seconds<TAB>file"), for finding the slow specs (sort -rn FILE).
+-- Each failed test also adds a line "FAILED <interpreter> <file>:<line> <name>: <message>"
+-- (its lines joined by " | ", cut at 400 characters) to the tally, so that the end of
+-- `make test` names what failed (scripts/spec-total).
 return function(options)
   local busted = require "busted"
   local handler = require("busted.outputHandlers.utfTerminal")(options)
@@ -40,6 +43,18 @@ return function(options)
     local tally = os.getenv("ZKLUA_SPEC_TALLY")
     local f = tally and tally ~= "" and io.open(tally, "a")
     if f then
+      local jit = rawget(_G, "jit")
+      local interpreter = (jit and jit.version) or _VERSION
+      local runner = os.getenv("ZKLUA_SPEC_LUA")
+      if runner and runner ~= "" then interpreter = interpreter .. " (" .. runner .. ")" end
+      for _, list in ipairs({ handler.failures, handler.errors }) do
+        for _, failure in ipairs(list) do
+          local trace = failure.trace or {}
+          local message = tostring(failure.message):gsub("\n+", " | "):sub(1, 400)
+          f:write(string.format("FAILED %s %s:%s %s: %s\n", interpreter,
+            tostring(trace.short_src), tostring(trace.currentline), failure.name, message))
+        end
+      end
       f:write(line, "\n")
       f:close()
     end
