@@ -141,6 +141,31 @@ describe("a session on a standalone server", function()
     end)
   end)
 
+    it("keeps its listeners as a set, in the order added, through 20k adds and removes",
+       function()
+      local zk = client()
+      local heard = {}
+      local fns = {}
+      for i = 1, 20000 do
+        fns[i] = function(state) heard[#heard + 1] = i .. state end
+        zk:add_listener(fns[i])
+      end
+      local function twice(state) heard[#heard + 1] = "twice" .. state end
+      zk:add_listener(twice)
+      zk:add_listener(twice) -- again: kazoo's listeners are a set, so it is called once
+      for i = 1, 20000 do
+        if i % 3 ~= 0 then zk:remove_listener(fns[i]) end
+      end
+      zk:remove_listener(fns[1]) -- already removed: nothing happens
+      zk:add_listener(fns[1])    -- added again: it comes last
+      zk:start()
+      local expected = {}
+      for i = 3, 20000, 3 do expected[#expected + 1] = i .. "CONNECTED" end
+      expected[#expected + 1] = "twiceCONNECTED"
+      expected[#expected + 1] = "1CONNECTED"
+      assert.are.same(expected, heard)
+    end)
+
   describe("client_id", function()
     it("is nil before start, then an id and a 16-byte password the server knows", function()
       local zk = client()
