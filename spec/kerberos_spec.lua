@@ -6,8 +6,9 @@
 -- (across an ensemble) and with a new session after an expiry; a Lock works, and is shared
 -- with kazoo (its GSSAPI: pure-sasl and python3-kerberos).  Faults (a KDC down, principals
 -- the KDC or the server does not know, a keytab without the principal, credentials lost at a
--- reconnect, a KDC that accepts and never answers) each end with a named error within the
--- start timeout, never a hang, and stop() returns.
+-- reconnect, a KDC that accepts and never answers, also at a reconnection and past MIT's own
+-- timeout) each end with a named error within the start timeout, never a hang, and stop()
+-- returns.
 --
 -- This process's clients are bob: kdc:use() sets KRB5_CONFIG, KRB5_CLIENT_KTNAME and
 -- KRB5CCNAME here once.  Other principals run in child processes with their own environment.
@@ -326,6 +327,97 @@ print("closed")
     admin:create(root .. "/after", "v")
     out = connect_child(kdc:env(keytabs.bob), '{ mechanism = "GSSAPI" }', root .. "/after")
     assert.matches("read:v\nok\n", out, 1, true)
+  end)
+
+  it("a reconnection needing tickets from a KDC that never answers: SUSPENDED, stop returns, " ..
+     "and the session comes back once it answers", function()
+    -- The ticket cache gone and the KDC frozen, a dropped connection needs new tickets to
+    -- reconnect.  MIT waits about 27 s a request.  The I/O thread waits for the ticket fetch
+    -- (its own thread), where stop ends the wait, not inside the library's SASL step, where
+    -- nothing could: b stops while its request waits in the KDC's socket.  a keeps trying
+    -- and, once the KDC answers, gets its session back.  Each client has a proxy of its own.
+    local pa, pb = testing.proxy(server:node(1)), testing.proxy(server:node(1))
+    local a = zklua.client{ hosts = pa.hosts, timeout = 30, sasl_options = gssapi() }
+    local b = zklua.client{ hosts = pb.hosts, timeout = 30, sasl_options = gssapi() }
+    a:start()
+    b:start()
+    a:create(root .. "/guarded", "v", { acl = bob_only() })
+    local id = a:client_id()
+    local cache = assert(os.getenv("KRB5CCNAME")):gsub("^FILE:", "")
+    kdc:pause()
+    local ok, err = pcall(function()
+      assert(os.remove(cache))
+      assert.is_false(kdc:request_waiting())
+      pb:cut_reply("get") -- a read in flight when the connection drops: ConnectionLoss at once
+      local read = b:get_async(root .. "/guarded")
+      testing.wait_for(function() return pb:status().cut end, 10, "the read at the server")
+      pb:drop()
+      raises(errors.ConnectionLoss, read.get, read, 10)
+      testing.wait_for(function() return b.state == "SUSPENDED" end, 10, "b SUSPENDED")
+      testing.wait_for(function() return kdc:request_waiting() end, 10, "b's ticket request")
+      local t0 = core.monotonic()
+      b:stop()
+      local took = core.monotonic() - t0
+      assert.is_true(took < 5, "stop took " .. took .. " s with the KDC frozen")
+      pa:drop()
+      testing.wait_for(function() return a.state == "SUSPENDED" end, 10, "a SUSPENDED")
+    end)
+    kdc:resume()
+    if ok then
+      ok, err = pcall(function()
+        testing.wait_for(function() return a.state == "CONNECTED" end, 25, "a CONNECTED again")
+        assert.are.equal(id, (a:client_id()))
+        assert.are.equal("v", (a:get(root .. "/guarded")))
+      end)
+    end
+    a:close()
+    b:close()
+    pa:stop()
+    pb:stop()
+    assert(ok, err)
+  end)
+
+  it("a KDC frozen past MIT's own timeout at a reconnection: the fetch asks again, and no SASL " ..
+     "step waits for it", function()
+    -- MIT gives up on a KDC that never answers after about 27 s.  Were the reconnection then
+    -- left to the library's SASL step, it would connect (the proxy counts it) and wait for the
+    -- KDC inside the I/O thread for as long again.  The fetch asks again instead: when the
+    -- KDC holds a second request and the client has closed the first, the client has made no
+    -- connection and stop returns at once.
+    local p = testing.proxy(server:node(1))
+    local a = zklua.client{ hosts = p.hosts, timeout = 60, sasl_options = gssapi() }
+    a:start()
+    local id = a:client_id()
+    local cache = assert(os.getenv("KRB5CCNAME")):gsub("^FILE:", "")
+    kdc:pause()
+    local ok, err = pcall(function()
+      assert(os.remove(cache))
+      local accepted = p:status().accepted
+      p:drop()
+      testing.wait_for(function() return kdc:request_waiting() end, 10, "the ticket request")
+      local first = {}
+      for _, c in ipairs(kdc:connections()) do first[c.peer] = true end
+      testing.wait_for(function()
+        local gave_up, asked_again = false, false
+        for _, c in ipairs(kdc:connections()) do
+          if first[c.peer] and c.state == "08" then gave_up = true end
+          if not first[c.peer] and c.state == "01" and c.unread > 0 then asked_again = true end
+        end
+        return gave_up and asked_again
+      end, 90, "MIT to give up on the first request and the fetch to ask again")
+      assert.are.equal(accepted, p:status().accepted, "the client connected without tickets")
+      assert.are.equal("SUSPENDED", a.state)
+    end)
+    kdc:resume()
+    if ok then -- the KDC answers the request waiting: the session comes back
+      ok, err = pcall(function()
+        testing.wait_for(function() return a.state == "CONNECTED" end, 25, "CONNECTED again")
+        assert.are.equal(id, (a:client_id()))
+      end)
+    end
+    a:close()
+    p:stop()
+    assert(ok, err)
   end)
 
   it("a service principal the server has no key for: the server refuses, AuthFailedError", function()

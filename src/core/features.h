@@ -3,6 +3,8 @@
  * (the Makefile's ZK_CLIENT): ZKL_HAVE_TLS when it has zookeeper_init_ssl, ZKL_HAVE_SASL when
  * it has zookeeper_init_sasl, ZKL_HAVE_TLS_SASL when it has zookeeper_init_ssl_sasl (SASL over
  * TLS: zklua's patch to the C client, scripts/zookeeper-client-patches/ssl-sasl-init.patch),
+ * ZKL_HAVE_CONNECT_HOOK when it has zoo_set_connect_hook (zklua's patch zoo-set-connect-hook:
+ * a SASL GSSAPI session gets its tickets before each connection, src/core/reconnect.h),
  * ZKL_ZK_BUILD where it came from ("Debian source package" or "system library"),
  * ZKL_ZK_VERSION its version ("3.8.0"), ZKL_ZK_FEATURES "tls, sasl, sasl over tls" or what it
  * lacks ("no tls, no sasl").

@@ -16,6 +16,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "clock.h"
+
+enum { KDC_SILENT_S = 5 }; /* a fetch that failed after this long met a KDC that never answered */
+
 struct zkl_kerberos_tickets {
     pthread_mutex_t lock;
     int done;
@@ -48,27 +52,52 @@ static int numeric_host(const char *host, char *out, size_t size)
 }
 
 /* One GSSAPI first step towards service@host, as Cyrus SASL's would be; the context is
- * dropped, the tickets it took stay in the cache. */
-static void fetch_one(const char *service, const char *host)
+ * dropped, the tickets it took stay in the cache.  0, or -1 when no ticket was had. */
+static int fetch_one(const char *service, const char *host)
 {
     char name_text[NI_MAXHOST + 256];
     int n = snprintf(name_text, sizeof name_text, "%s@%s", service, host);
     if (n < 0 || (size_t)n >= sizeof name_text)
-        return; /* a service name too long for any principal: the SASL step says so */
+        return -1; /* a service name too long for any principal: the SASL step says so */
     gss_buffer_desc name_buf = { strlen(name_text), name_text };
     OM_uint32 minor = 0;
     gss_name_t name = GSS_C_NO_NAME;
     if (gss_import_name(&minor, &name_buf, GSS_C_NT_HOSTBASED_SERVICE, &name) != GSS_S_COMPLETE)
-        return;
+        return -1;
     gss_ctx_id_t ctx = GSS_C_NO_CONTEXT;
     gss_buffer_desc token = GSS_C_EMPTY_BUFFER;
-    gss_init_sec_context(&minor, GSS_C_NO_CREDENTIAL, &ctx, name, (gss_OID)gss_mech_krb5,
-                         GSS_C_MUTUAL_FLAG, 0, GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER,
-                         NULL, &token, NULL, NULL);
+    OM_uint32 major = gss_init_sec_context(&minor, GSS_C_NO_CREDENTIAL, &ctx, name,
+                                           (gss_OID)gss_mech_krb5, GSS_C_MUTUAL_FLAG, 0,
+                                           GSS_C_NO_CHANNEL_BINDINGS, GSS_C_NO_BUFFER, NULL,
+                                           &token, NULL, NULL);
     gss_release_buffer(&minor, &token);
     if (ctx != GSS_C_NO_CONTEXT)
         gss_delete_sec_context(&minor, &ctx, GSS_C_NO_BUFFER);
     gss_release_name(&minor, &name);
+    return GSS_ERROR(major) ? -1 : 0;
+}
+
+static int is_released(zkl_kerberos_tickets *t)
+{
+    pthread_mutex_lock(&t->lock);
+    int gone = t->released;
+    pthread_mutex_unlock(&t->lock);
+    return gone;
+}
+
+/* fetch_one, again while it fails after KDC_SILENT_S or more: the KDC accepted and never
+ * answered (MIT gave up waiting).  The SASL step would then wait for it as long in the I/O
+ * thread, where nothing ends the wait, so the fetch asks again until the KDC answers or the
+ * session stops waiting.  A fetch that fails sooner (no KDC listens, a principal unknown)
+ * leaves it to the SASL step to fail with MIT's words. */
+static void fetch_until_answered(zkl_kerberos_tickets *t, const char *host)
+{
+    for (;;) {
+        double started = zkl_monotonic_seconds();
+        if (fetch_one(t->service, host) == 0 || zkl_monotonic_seconds() - started < KDC_SILENT_S ||
+            is_released(t))
+            return;
+    }
 }
 
 static void *fetch_all(void *arg)
@@ -76,6 +105,8 @@ static void *fetch_all(void *arg)
     zkl_kerberos_tickets *t = arg;
     char *save = NULL;
     for (char *item = strtok_r(t->hosts, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        if (is_released(t))
+            break; /* nobody waits any more */
         /* "host:port", "[v6]:port", a chroot after the last one */
         char *slash = strchr(item, '/');
         if (slash)
@@ -90,7 +121,7 @@ static void *fetch_all(void *arg)
         }
         char numeric[NI_MAXHOST];
         if (host[0] && numeric_host(host, numeric, sizeof numeric) == 0)
-            fetch_one(t->service, numeric);
+            fetch_until_answered(t, numeric);
     }
     pthread_mutex_lock(&t->lock);
     t->done = 1;
@@ -167,6 +198,7 @@ int zkl_kerberos_tickets_done(zkl_kerberos_tickets *t)
     (void)t;
     return 1;
 }
+
 
 void zkl_kerberos_tickets_release(zkl_kerberos_tickets *t)
 {

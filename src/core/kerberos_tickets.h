@@ -11,6 +11,10 @@
  * GSSAPI's own way: MIT stores them in the default ticket cache), and the handle's SASL step
  * then finds them there without asking the KDC.
  *
+ * A KDC that accepts and never answers makes MIT give up after its timeouts; the fetch then
+ * asks again (fetch_until_answered), so that no SASL step meets that KDC, until the session
+ * stops waiting.
+ *
  * The thread owns its copy of what it needs and nothing of the session: the session stops
  * waiting for it whenever it likes (zkl_kerberos_tickets_release) and the thread frees
  * everything when MIT returns.  A fetch that fails (a KDC down, a principal unknown) is not

@@ -4,6 +4,7 @@
  */
 #include "reconnect.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -12,12 +13,14 @@
 
 #include "clock.h"
 #include "event.h"
+#include "kerberos_tickets.h"
 #include "queue.h"
 #include "random.h"
 
 enum {
     LONGEST_PAUSE_S = 1000000, /* a longer pause lasts until the handle closes */
-    GAVE_UP_PAUSE_S = 1        /* after giving up, until the owner closes the handle */
+    GAVE_UP_PAUSE_S = 1,       /* after giving up, until the owner closes the handle */
+    TICKET_POLL_US = 20000     /* how often a wait for a ticket fetch looks whether it ended */
 };
 
 zkl_reconnect_policy zkl_reconnect_default_policy(int session_timeout_ms)
@@ -106,6 +109,8 @@ int zkl_reconnect_init(zkl_reconnect *r, struct zkl_queue *queue, const char *ho
 
 void zkl_reconnect_destroy(zkl_reconnect *r)
 {
+    zkl_kerberos_tickets_release(r->tickets); /* a fetch still running frees itself */
+    free(r->kerberos_service);
     free(r->hosts_spec);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->mutex);
@@ -121,6 +126,18 @@ int zkl_reconnect_set_hosts(zkl_reconnect *r, const char *hosts)
     free(r->hosts_spec);
     r->hosts_spec = copy;
     r->pass_attempts = attempts;
+    pthread_mutex_unlock(&r->mutex);
+    return 0;
+}
+
+int zkl_reconnect_set_kerberos(zkl_reconnect *r, const char *service)
+{
+    char *copy = strdup(service);
+    if (!copy)
+        return -1;
+    pthread_mutex_lock(&r->mutex);
+    free(r->kerberos_service);
+    r->kerberos_service = copy;
     pthread_mutex_unlock(&r->mutex);
     return 0;
 }
@@ -150,6 +167,8 @@ void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation)
     r->interrupted = 0;
     r->gave_up = 0;
     r->generation = generation;
+    zkl_kerberos_tickets_release(r->tickets); /* left by a handle that gave up */
+    r->tickets = NULL;
     pthread_mutex_unlock(&r->mutex);
     atomic_store(&r->zh, NULL);
 }
@@ -187,6 +206,14 @@ static int is_failed_attempt(zkl_reconnect *r)
     int state = zoo_state(zh);
     return state != ZOO_CONNECTED_STATE && state != ZOO_READONLY_STATE &&
            state != ZOO_EXPIRED_SESSION_STATE && state != ZOO_AUTH_FAILED_STATE;
+}
+
+/* SASL GSSAPI: starts fetching the tickets the next connection needs, unless a fetch runs
+ * already (kerberos_tickets.h; nothing to wait for when it cannot start).  Mutex held. */
+static void start_ticket_fetch_locked(zkl_reconnect *r)
+{
+    if (r->kerberos_service && !r->tickets)
+        r->tickets = zkl_kerberos_tickets_start(r->kerberos_service, r->hosts_spec);
 }
 
 /* Tells the owner the policy gave up (a session event of the paced handle). */
@@ -235,6 +262,36 @@ static void pause_locked(zkl_reconnect *r, double seconds)
     }
 }
 
+/* Waits until the ticket fetch ends, or the handle closes (the fetch then ends on its own
+ * thread, which frees it).  The fetch has no way to wake this wait, so it looks every
+ * TICKET_POLL_US: only while a KDC is slow to answer.  The policy's deadline counts the wait
+ * as time without a connection: past it the policy gives up, and the thread waits on until
+ * the owner closes the handle (connecting without the tickets would wait for the KDC inside
+ * the library).  Mutex held. */
+static void wait_for_tickets_locked(zkl_reconnect *r)
+{
+    if (!r->tickets)
+        return;
+    while (!r->interrupted && !zkl_kerberos_tickets_done(r->tickets)) {
+        double now = zkl_monotonic_seconds();
+        if (r->first_failure == 0)
+            r->first_failure = now;
+        if (!r->gave_up && r->policy.deadline >= 0 &&
+            now >= r->first_failure + r->policy.deadline) {
+            r->gave_up = 1;
+            push_gave_up(r);
+        }
+        struct timespec until = zkl_monotonic_after_us(TICKET_POLL_US);
+        int rc = pthread_cond_timedwait(&r->wake, &r->mutex, &until);
+        if (rc != 0 && rc != ETIMEDOUT)
+            break; /* could not wait at all: never spin holding the mutex */
+    }
+    zkl_kerberos_tickets_release(r->tickets);
+    r->tickets = NULL;
+    if (r->gave_up)
+        pause_locked(r, LONGEST_PAUSE_S); /* until the owner closes the handle */
+}
+
 /* kazoo's KazooRetry step after a failed pass: give up (returns -1) or the pause, seconds.
  * Mutex held. */
 static double next_pause_locked(zkl_reconnect *r, double now)
@@ -268,6 +325,20 @@ static void end_failed_pass_locked(zkl_reconnect *r, double now)
      * logged, and a synchronous call could be among it. */
     r->gave_up = 1;
     push_gave_up(r);
+}
+
+void zkl_reconnect_before_connect(zkl_reconnect *r)
+{
+    pthread_mutex_lock(&r->mutex);
+    if (r->kerberos_service && !r->interrupted) {
+        if (r->gave_up)
+            pause_locked(r, LONGEST_PAUSE_S); /* no SASL step without tickets: until closed */
+        else {
+            start_ticket_fetch_locked(r);
+            wait_for_tickets_locked(r);
+        }
+    }
+    pthread_mutex_unlock(&r->mutex);
 }
 
 void zkl_reconnect_hold(zkl_reconnect *r, int held)
@@ -306,6 +377,7 @@ void zkl_reconnect_attempt_failed(zkl_reconnect *r)
         r->first_failure = now;
         push_connection_down(r);
     }
+    start_ticket_fetch_locked(r); /* the pass's pause and the fetch overlap */
     if (++r->failures >= r->pass_attempts)
         end_failed_pass_locked(r, now);
     pthread_mutex_unlock(&r->mutex);

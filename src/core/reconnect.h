@@ -23,6 +23,15 @@
  *   on the session (expired, auth failed); the drop of a live connection is not a failed
  *   attempt, so ops in flight hear their ConnectionLoss without delay, and the first pass
  *   after it starts at once.
+ * A SASL GSSAPI session (zkl_reconnect_set_kerberos) has its Kerberos tickets fetched, on a
+ * thread of kerberos_tickets.h, before each attempt to connect (the library's connect hook,
+ * zklua's patch zoo-set-connect-hook.patch: zkl_reconnect_before_connect), and the I/O thread
+ * waits for that fetch, interruptibly.  With the tickets in the cache (the usual case) the
+ * fetch reads them there and ends at once; when one must come from the KDC again (expired,
+ * the cache removed), a KDC that never answers holds this wait, which stop and close end, and
+ * not MIT's own wait inside the library's SASL step (about 27 s a request), which they could
+ * not.  The wait counts towards the policy's deadline.  A failed attempt starts the fetch at
+ * once, so that it overlaps the pause.
  * A pause is interrupted, and no other starts, once zkl_reconnect_interrupt() is called: the
  * owner does so before zookeeper_close(), which joins the I/O thread.  Ops made while the
  * client is between connections are not handed to the library (it would fail them at the
@@ -38,6 +47,7 @@
 #include <zookeeper/zookeeper.h>
 
 struct zkl_queue;
+struct zkl_kerberos_tickets;
 
 /* A session event the library never sends: the connection retry policy gave up. */
 enum { ZKL_GAVE_UP_STATE = -1000 };
@@ -67,6 +77,8 @@ typedef struct zkl_reconnect {
     int held;              /* zkl_reconnect_hold(): the next socket failure waits */
     uint64_t generation;   /* of the handle being paced (for the give-up event) */
     uint64_t random_state; /* for the jitter */
+    char *kerberos_service; /* SASL GSSAPI's service: tickets fetched first; NULL: none */
+    struct zkl_kerberos_tickets *tickets; /* the fetch the I/O thread waits for, or NULL */
     _Atomic(zhandle_t *) zh; /* that handle, NULL until known */
     atomic_long attempts_failed; /* failed connection attempts since the session was made */
 } zkl_reconnect;
@@ -86,6 +98,10 @@ void zkl_reconnect_set_policy(zkl_reconnect *r, const zkl_reconnect_policy *poli
  * 0, or -1 when out of memory. */
 int zkl_reconnect_set_hosts(zkl_reconnect *r, const char *hosts);
 
+/* Owner thread, while no handle is open: the session authenticates with SASL GSSAPI to this
+ * service (its tickets are fetched before each reconnection).  0, or -1 when out of memory. */
+int zkl_reconnect_set_kerberos(zkl_reconnect *r, const char *service);
+
 /* Owner thread: a new handle of this generation starts (zh may be NULL until init returns). */
 void zkl_reconnect_begin(zkl_reconnect *r, uint64_t generation);
 void zkl_reconnect_set_handle(zkl_reconnect *r, zhandle_t *zh);
@@ -93,6 +109,10 @@ void zkl_reconnect_set_handle(zkl_reconnect *r, zhandle_t *zh);
 void zkl_reconnect_connected(zkl_reconnect *r);
 /* Owner thread, before zookeeper_close(): ends any pause, and no other starts. */
 void zkl_reconnect_interrupt(zkl_reconnect *r);
+
+/* The library's I/O thread, before each attempt to connect (the connect hook), with no lock of
+ * the handle held: a GSSAPI session waits here for its tickets (see above). */
+void zkl_reconnect_before_connect(zkl_reconnect *r);
 
 /* Any thread (the test harness): while held, the library's I/O thread stops at its next
  * socket failure (the drop of its connection, or a failed attempt) before it reconnects, until

@@ -54,6 +54,25 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
     zkl_queue_push(&hc->session->queue, ev);
 }
 
+#ifdef ZKL_HAVE_CONNECT_HOOK
+/* The library's I/O thread, before each attempt to connect (reconnect.h). */
+static void before_connect(zhandle_t *zh)
+{
+    zkl_handle_ctx *hc = (zkl_handle_ctx *)zoo_get_context(zh); /* ours: set at init */
+    if (hc)
+        zkl_reconnect_before_connect(&hc->session->reconnect);
+}
+#endif
+
+/* The service a SASL GSSAPI session authenticates to, or NULL for any other session. */
+static const char *gssapi_service(const zkl_session *s)
+{
+    const char *mechanism = s->sasl ? zkl_sasl_mechanism(s->sasl) : NULL;
+    if (!mechanism || strcmp(mechanism, "GSSAPI") != 0)
+        return NULL;
+    return zkl_sasl_service(s->sasl);
+}
+
 zkl_session *zkl_session_new(const zkl_session_options *o)
 {
     zkl_session *s = calloc(1, sizeof *s);
@@ -65,43 +84,22 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
      * unless asked not to (kazoo's randomize_hosts, lua/zklua/client.lua).  A process-wide
      * setting of the library, the same for every session. */
     zoo_deterministic_conn_order(1);
+#ifdef ZKL_HAVE_CONNECT_HOOK
+    zoo_set_connect_hook(before_connect); /* process-wide too: each handle finds its session */
+#endif
     s->hosts = strdup(o->hosts);
     s->tls_cert = o->tls_cert ? strdup(o->tls_cert) : NULL;
     s->sasl = o->sasl;
-    if (!s->hosts || (o->tls_cert && !s->tls_cert) || zkl_queue_init(&s->queue) != 0) {
-        zkl_sasl_free(s->sasl);
-        free(s->tls_cert);
-        free(s->hosts);
-        free(s);
-        return NULL;
-    }
-    if (zkl_timers_init(&s->timers, &s->queue) != 0) {
-        zkl_queue_destroy(&s->queue);
-        zkl_sasl_free(s->sasl);
-        free(s->tls_cert);
-        free(s->hosts);
-        free(s);
-        return NULL;
-    }
-    if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts, o->timeout_ms) != 0) {
-        zkl_timers_destroy(&s->timers);
-        zkl_queue_destroy(&s->queue);
-        zkl_sasl_free(s->sasl);
-        free(s->tls_cert);
-        free(s->hosts);
-        free(s);
-        return NULL;
-    }
-    if (zkl_log_sink_init(&s->log, &s->queue, o->log_level, &s->reconnect) != 0) {
-        zkl_reconnect_destroy(&s->reconnect);
-        zkl_timers_destroy(&s->timers);
-        zkl_queue_destroy(&s->queue);
-        zkl_sasl_free(s->sasl);
-        free(s->tls_cert);
-        free(s->hosts);
-        free(s);
-        return NULL;
-    }
+    const char *gssapi = gssapi_service(s);
+    if (!s->hosts || (o->tls_cert && !s->tls_cert) || zkl_queue_init(&s->queue) != 0)
+        goto no_queue;
+    if (zkl_timers_init(&s->timers, &s->queue) != 0)
+        goto no_timers;
+    if (zkl_reconnect_init(&s->reconnect, &s->queue, o->hosts, o->timeout_ms) != 0)
+        goto no_reconnect;
+    if ((gssapi && zkl_reconnect_set_kerberos(&s->reconnect, gssapi) != 0) ||
+        zkl_log_sink_init(&s->log, &s->queue, o->log_level, &s->reconnect) != 0)
+        goto no_log;
     s->timeout_ms = o->timeout_ms;
     s->window = ZKL_DEFAULT_WINDOW;
     s->read_only = o->read_only;
@@ -113,6 +111,19 @@ zkl_session *zkl_session_new(const zkl_session_options *o)
     s->stopped = 1; /* until started */
     atomic_init(&s->closing_rc, ZCLOSING);
     return s;
+
+no_log:
+    zkl_reconnect_destroy(&s->reconnect);
+no_reconnect:
+    zkl_timers_destroy(&s->timers);
+no_timers:
+    zkl_queue_destroy(&s->queue);
+no_queue:
+    zkl_sasl_free(s->sasl);
+    free(s->tls_cert);
+    free(s->hosts);
+    free(s);
+    return NULL;
 }
 
 /* zookeeper_init2, zookeeper_init_sasl for a SASL session, zookeeper_init_ssl for a TLS
@@ -265,9 +276,8 @@ static void let_ops_in_flight_finish(zkl_session *s)
  * I/O thread never waits for a KDC; 1 when a fetch was started. */
 static int fetch_tickets_first(zkl_session *s)
 {
-    const char *mechanism = s->sasl ? zkl_sasl_mechanism(s->sasl) : NULL;
-    const char *service = s->sasl ? zkl_sasl_service(s->sasl) : NULL;
-    if (!mechanism || strcmp(mechanism, "GSSAPI") != 0 || !service || s->tickets)
+    const char *service = gssapi_service(s);
+    if (!service || s->tickets)
         return s->tickets != NULL;
     s->tickets = zkl_kerberos_tickets_start(service, s->hosts);
     return s->tickets != NULL;

@@ -170,6 +170,33 @@ function KDC:resume()
   self.util.run("kill -CONT " .. self.pid)
 end
 
+--- The TCP connections to the KDC's port, as /proc/net/tcp shows them (the krb5.conf here
+-- makes MIT use TCP): a list of { peer = the client's port, state = "01" (established) or
+-- "08" (the client closed it, the KDC has not), unread = bytes the KDC has not read }.
+function KDC:connections()
+  local wanted = string.format("%04X", self.port)
+  local list = {}
+  local f = io.open("/proc/net/tcp")
+  for line in (f and f:lines() or function() end) do
+    local port, peer, st, rx = line:match(
+      "^%s*%d+:%s+0100007F:(%x+)%s+%x+:(%x+)%s+(%x+)%s+%x+:(%x+)")
+    if port == wanted and st ~= "0A" then -- not the listening socket
+      list[#list + 1] = { peer = tonumber(peer, 16), state = st, unread = tonumber(rx, 16) }
+    end
+  end
+  if f then f:close() end
+  return list
+end
+
+--- Whether a request waits unanswered at the KDC (an established connection with bytes it
+-- has not read): with the KDC paused, proof that a client asked it.
+function KDC:request_waiting()
+  for _, c in ipairs(self:connections()) do
+    if c.state == "01" and c.unread > 0 then return true end
+  end
+  return false
+end
+
 --- Stops the KDC and removes its temp dir.
 function KDC:close()
   self:stop()
