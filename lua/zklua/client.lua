@@ -686,7 +686,8 @@ end
 -- As kazoo's, fn runs at once, also while a callback waits, and should not wait itself: hand
 -- work that waits to the script's own loop (a listener that waits delays the listeners of
 -- the state changes that come meanwhile).  The listeners are a set, as kazoo's: adding one
--- twice keeps one, and they are called in the order they were first added.  Adding and
+-- twice keeps one, and they are called in the order they were added (one removed and added
+-- again comes last).  Adding and
 -- removing cost O(1) amortized, so N recipes that each keep a listener start and stop in O(N).
 function Client:add_listener(fn)
   if not callable(fn) then

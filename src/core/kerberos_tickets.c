@@ -199,7 +199,6 @@ int zkl_kerberos_tickets_done(zkl_kerberos_tickets *t)
     return 1;
 }
 
-
 void zkl_kerberos_tickets_release(zkl_kerberos_tickets *t)
 {
     (void)t;
