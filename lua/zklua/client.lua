@@ -294,13 +294,15 @@ function Client:_callback(fn, ...)
   return fn(...)
 end
 
+local function call_logged(client, what, fn, arg)
+  local ok, result = pcall(fn, arg)
+  if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
+end
+
 --- Runs fn(arg) as a user callback (Client:_callback), logging "error in <what>" if it
--- raises.
+-- raises.  No closure per call: a burst of 100k watch events makes none.
 local function call_user(client, what, fn, arg)
-  client:_callback(function()
-    local ok, result = pcall(fn, arg)
-    if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
-  end)
+  client:_callback(call_logged, client, what, fn, arg)
 end
 
 function Client:_complete(id, rc, watch_dropped, r1, r2)
@@ -309,7 +311,7 @@ function Client:_complete(id, rc, watch_dropped, r1, r2)
   if not future then return end -- an auth remembered before start
   self._pending[id] = nil
   if future._complete then
-    future._complete(future, rc, r1, r2)
+    future._complete(future, rc, r1, r2, id)
   elseif rc == 0 then
     future:set(r1, r2)
   else
@@ -997,6 +999,20 @@ function Client:exists(path, watch)
   end
   return (self:_call(session, S.exists_now, S.exists, path, watch, path,
                      watch ~= nil))
+end
+
+--- Submits a get with no future: its completion calls sink:_complete(rc, data, stat, id) as
+-- an event is handled (not as a user callback: it must not wait).  sink is any table whose
+-- `done` field is not a boolean (session:drain then leaves its completion to Lua).  What a
+-- DataWatch re-arms with: a burst of N change events holds N small sinks, not N futures
+-- with a rawlink each.  Raises as get_async does when the client cannot take an op.
+function Client:_get_into(sink, path, watch)
+  local session = self._session
+  if not session or self._stopped then session = self:_usable_session("get") end
+  local id = S.get(session, path, watch ~= nil)
+  self._pending[id] = sink
+  if watch then self._watchers[id] = watch end
+  return id
 end
 
 --- get_async(path, watch) -> future of data, stat
