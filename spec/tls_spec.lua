@@ -108,6 +108,50 @@ describe("a TLS client on a standalone server", function()
     testing.wait_for(function() return seen[#seen] == "changed" end, 10, "the watch")
   end)
 
+  -- The bytes the server has not read on its TLS connections: the rx_queue of the
+  -- established sockets on its secure port (/proc/net/tcp6 too: Java listens on both).
+  local function server_unread()
+    local wanted = string.format("%04X", tonumber(server.secure_hosts:match(":(%d+)$")))
+    local unread = 0
+    for _, table_file in ipairs({ "/proc/net/tcp", "/proc/net/tcp6" }) do
+      local f = io.open(table_file)
+      for line in (f and f:lines() or function() end) do
+        local port, st, rx = line:match("^%s*%d+:%s+%x+:(%x+)%s+%x+:%x+%s+(%x+)%s+%x+:(%x+)")
+        if port == wanted and st == "01" then unread = unread + tonumber(rx, 16) end
+      end
+      if f then f:close() end
+    end
+    return unread
+  end
+
+  it("pipelines past a stalled connection: each request once, whole, in order", function()
+    -- The C client sends the requests waiting at the head of its queue in one TLS write
+    -- (tls-requests-batched.patch) and retries a write that would block with the batch
+    -- gathered again, longer if more came meanwhile.  With the server paused, 1000 sets of
+    -- 7 KB (7 MB, more than both sockets' buffers hold) block its writes with batches under
+    -- way and more queued; the server is resumed once its socket holds unread bytes.
+    local c = client({ timeout = 30 })
+    c:start()
+    local n, values, futures = 1000, {}, {}
+    c:ensure_path("/tls/pipe")
+    for i = 1, n do futures[i] = c:create_async("/tls/pipe/n" .. i) end
+    for i = 1, n do futures[i]:get(30) end
+    server:node(1):pause()
+    local ok, err = pcall(function()
+      for i = 1, n do
+        values[i] = string.rep(string.char(65 + i % 26), 7000) .. i
+        futures[i] = c:set_async("/tls/pipe/n" .. i, values[i])
+      end
+      testing.wait_for(function() return server_unread() >= 32768 end, 20,
+                       "the server's socket to fill")
+    end)
+    server:node(1):resume()
+    assert(ok, err)
+    for i = 1, n do assert.are.equal(1, futures[i]:get(30).version) end
+    for i = 1, n do futures[i] = c:get_async("/tls/pipe/n" .. i) end
+    for i = 1, n do assert.are.equal(values[i], (futures[i]:get(30))) end
+  end)
+
   it("shares a lock between two TLS clients", function()
     local zk2 = client()
     zk2:start()
