@@ -311,7 +311,7 @@ function Client:_complete(id, rc, watch_dropped, r1, r2)
   if not future then return end -- an auth remembered before start
   self._pending[id] = nil
   if future._complete then
-    future._complete(future, rc, r1, r2, id)
+    future._complete(future, rc, r1, r2)
   elseif rc == 0 then
     future:set(r1, r2)
   else
@@ -1001,7 +1001,7 @@ function Client:exists(path, watch)
                      watch ~= nil))
 end
 
---- Submits a get with no future: its completion calls sink:_complete(rc, data, stat, id) as
+--- Submits a get with no future: its completion calls sink:_complete(rc, data, stat) as
 -- an event is handled (not as a user callback: it must not wait).  sink is any table whose
 -- `done` field is not a boolean (session:drain then leaves its completion to Lua).  What a
 -- DataWatch re-arms with: a burst of N change events holds N small sinks, not N futures
@@ -1012,7 +1012,6 @@ function Client:_get_into(sink, path, watch)
   local id = S.get(session, path, watch ~= nil)
   self._pending[id] = sink
   if watch then self._watchers[id] = watch end
-  return id
 end
 
 --- get_async(path, watch) -> future of data, stat
