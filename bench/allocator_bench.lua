@@ -43,7 +43,7 @@ end
 -- for each.
 local function bench(n, m, strategy, hosts, opts)
   -- maxClientCnxns=0: more than 60 members connect from this one address
-  local server = not hosts and testing.server({ config = { "maxClientCnxns=0" } })
+  local server = not hosts and testing.server({ heap = "3g", config = { "maxClientCnxns=0" } })
   hosts = hosts or server.hosts
   local path = string.format("/bench-allocator-%s-%d-%d", strategy, os.time(), math.random(1e9))
   local set = {}
@@ -106,7 +106,7 @@ local function bench(n, m, strategy, hosts, opts)
     leave = function()
       local member = table.remove(members, 2)
       member.zk.bench_closing = true
-      member:stop()
+      member:stop(opts.cap) -- (a 100k share takes longer than one session timeout)
       member.zk:close()
     end,
     closed = function()
@@ -119,6 +119,7 @@ local function bench(n, m, strategy, hosts, opts)
     measure(step, assert(steps[step], "steps: start, join, leave, closed"))
   end
   results.lost, results.suspended = lost, suspended
+  opts.report(results); io.stdout:flush() -- before the clean-up: a server busy ending 1M owner nodes is slow
 
   for _, member in ipairs(members) do
     member.zk.bench_closing = true
@@ -126,7 +127,7 @@ local function bench(n, m, strategy, hosts, opts)
     member.zk:close()
   end
   local admin = zklua.client{ hosts = hosts, timeout = 30 }
-  admin:start()
+  admin:start(120)
   pcall(admin.delete, admin, path, nil, true)
   admin:close()
   if server then server:stop() end
@@ -143,21 +144,24 @@ for _, a in ipairs(arg) do
   end
   opts[k] = v
 end
-local results = bench(tonumber(opts.members), tonumber(opts.items), opts.strategy, opts.hosts,
-                      { session = tonumber(opts.session), cap = tonumber(opts.cap),
-                        steps = opts.steps })
-for _, r in ipairs(results) do
-  local head = string.format("RESULT alloc_%s strategy=%s members=%d items=%s", r.step,
-                             opts.strategy, r.members, opts.items)
-  if r.not_run then
-    print(head .. " not_run=1")
-  elseif r.dnf then
-    print(head .. " dnf_s=" .. opts.cap)
-  elseif r.error then
-    print(head .. " error=" .. r.error:gsub("%s+", " "):sub(1, 200)) -- (last: to the line's end)
-  else
-    print(string.format("%s ms=%.1f moved=%d", head, r.ms, r.moved))
+local function report(results)
+  for _, r in ipairs(results) do
+    local head = string.format("RESULT alloc_%s strategy=%s members=%d items=%s", r.step,
+                               opts.strategy, r.members, opts.items)
+    if r.not_run then
+      print(head .. " not_run=1")
+    elseif r.dnf then
+      print(head .. " dnf_s=" .. opts.cap)
+    elseif r.error then
+      print(head .. " error=" .. r.error:gsub("%s+", " "):sub(1, 200)) -- (last: to the line's end)
+    else
+      print(string.format("%s ms=%.1f moved=%d", head, r.ms, r.moved))
+    end
   end
+  print(string.format("RESULT alloc_sessions strategy=%s members=%s items=%s lost=%d suspended=%d",
+                      opts.strategy, opts.members, opts.items, results.lost, results.suspended))
 end
-print(string.format("RESULT alloc_sessions strategy=%s members=%s items=%s lost=%d suspended=%d",
-                    opts.strategy, opts.members, opts.items, results.lost, results.suspended))
+
+bench(tonumber(opts.members), tonumber(opts.items), opts.strategy, opts.hosts,
+      { session = tonumber(opts.session), cap = tonumber(opts.cap), steps = opts.steps,
+        report = report })

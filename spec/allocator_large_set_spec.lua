@@ -98,6 +98,13 @@ describe("PartitionAllocator, a set over one znode", function()
     assert.are.equal(#set, count(owner))
     assert.is_true(#ma.allocation > 0 and #mb.allocation > 0)
     assert.are.equal(#set, #mb:partitions())
+    -- the claim window: 25k owner nodes each, never more than a window of them in flight (the
+    -- group's reads and writes add a few: members, set and assignment chunks, a publish)
+    for _, zk in ipairs({ zka, zkb }) do
+      local _, most = zk._session:window_use()
+      assert.is_true(most <= core.allocator_claim_window + 64,
+                     most .. " ops in flight at once")
+    end
     -- a change of a chunked set: written anew, the old chunks removed
     assert.is_true(mb:add_partitions({ "extra" }))
     assert.is_true(ma:wait_settled(LONG) and mb:wait_settled(LONG))

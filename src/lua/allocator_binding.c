@@ -24,6 +24,7 @@
  *   core.allocator_decode_items(text) -> list, or nil and why
  *   core.allocator_node_name(s) -> s escaped for a znode name
  *   core.allocator_max_node(node_path) -> the largest data the allocator writes there
+ *   core.allocator_claim_window: the item ops an allocator has in flight at most
  *   core.allocator_chunk_header(data), allocator_new_tag(version), allocator_chunk_stale(name,
  *     tag), allocator_cut_items(list, limit): chunked sets (src/recipes/partitioning/allocator_chunks.c)
  *
@@ -594,4 +595,6 @@ void zkl_register_allocator(lua_State *L)
         {NULL, NULL},
     };
     luaL_setfuncs(L, helpers, 0);
+    lua_pushinteger(L, ZKL_ALLOCATOR_CLAIM_WINDOW);
+    lua_setfield(L, -2, "allocator_claim_window");
 }

@@ -63,6 +63,9 @@
  *   ZMARSHALLINGERROR).
  * - Work per event is O(1) (allocator_claims.c); member nodes are read once each, with a
  *   watch, so a change of the group reads only the nodes that changed.
+ * - At most ZKL_ALLOCATOR_CLAIM_WINDOW item ops (owner nodes' creates, reads, deletes) are
+ *   unanswered at once, whatever the share: the rest wait in the allocator, not in the
+ *   session, so the group's own reads and writes never queue behind a whole share.
  * - zkl_allocator_free() with ops or watches in flight leaves the object allocated
  *   ("orphaned") until they all came back; an orphan sends no news.  A running allocator
  *   dropped without leave keeps its nodes until the session ends.
@@ -77,6 +80,10 @@
 #include "../json.h"
 
 typedef struct zkl_allocator zkl_allocator;
+
+/* Item ops in flight at once, per allocator.  A few hundred keep a loopback server busy (its
+ * own pipeline is about that deep); more only queue. */
+enum { ZKL_ALLOCATOR_CLAIM_WINDOW = 256 };
 
 typedef enum {
     ZKL_ALLOCATOR_IDLE = 0, /* not started, or stopped (see zkl_allocator_rc) */

@@ -16,6 +16,9 @@
  *   op or watch is counted on its record and on the allocator, so nothing is freed under an
  *   event.
  *
+ * - At most CLAIM_WINDOW item ops are unanswered at once (allocator.h): a record whose op
+ *   finds the window full is parked, in order, and looked at again as answers come back.
+ *
  * Work per event is O(1), whatever the share: a record that changed goes on the dirty list and
  * only dirty records are looked at; the counts (releasing, busy, done) move with each record's
  * own change (account()); a new assignment touches the records it or the previous one wants
@@ -30,6 +33,7 @@
 #include "allocator_private.h"
 #include "../common.h"
 
+enum { CLAIM_WINDOW = ZKL_ALLOCATOR_CLAIM_WINDOW };
 
 /* ---------------------------------------------------------------- the table */
 
@@ -119,7 +123,7 @@ static void free_record(zkl_allocator *a, item_rec *r)
 static int idle(const item_rec *r)
 {
     return r->st == CLAIM_NONE && !r->want && !r->queued && !r->release_asked &&
-           !r->released && !r->reported && !r->dirty && r->inflight == 0;
+           !r->released && !r->reported && !r->dirty && !r->parked && r->inflight == 0;
 }
 
 enum { BIT_RELEASING = 1, BIT_BUSY = 2, BIT_DONE = 4 };
@@ -205,8 +209,33 @@ static uint64_t counted(item_rec *r, uint64_t id, int watch)
     if (id) {
         r->inflight += 1 + watch;
         r->a->inflight += 1 + watch;
+        r->a->claim_ops++;
     }
     return id;
+}
+
+/* r waits for room in the claim window (it is looked at again when there is). */
+static void park(item_rec *r)
+{
+    zkl_allocator *a = r->a;
+    if (r->parked)
+        return;
+    r->parked = 1;
+    r->park_next = NULL;
+    if (a->park_tail)
+        a->park_tail->park_next = r;
+    else
+        a->park_head = r;
+    a->park_tail = r;
+}
+
+/* Whether r's op must wait: the window is full (r is parked). */
+static int window_full(item_rec *r)
+{
+    if (r->a->claim_ops < CLAIM_WINDOW)
+        return 0;
+    park(r);
+    return 1;
 }
 
 static void send_create(item_rec *r)
@@ -283,7 +312,7 @@ static void settle_record(item_rec *r)
         break;
     case CLAIM_HELD:
         if (r->released || (!r->want && !r->reported)) {
-            if (connected && !r->failed) {
+            if (connected && !r->failed && !window_full(r)) {
                 if (r->unsure)
                     send_check(r);
                 else
@@ -310,12 +339,62 @@ static int may_claim(const zkl_allocator *a)
 
 static void claim(item_rec *r)
 {
-    if (r->st != CLAIM_NONE || !r->want || r->failed)
+    if (r->st != CLAIM_NONE || !r->want || r->failed || window_full(r))
         return;
     if (r->unsure)
         send_check(r);
     else
         send_create(r);
+}
+
+static void settle_batch(item_rec *batch)
+{
+    for (item_rec *r = batch; r; r = r->dirty_next) {
+        settle_record(r);
+        account(r);
+    }
+}
+
+static void claim_batch(item_rec *batch)
+{
+    for (item_rec *r = batch; r; r = r->dirty_next) {
+        claim(r);
+        account(r);
+    }
+}
+
+/* The batch has been looked at: its records may be marked again, and idle ones go. */
+static void end_batch(zkl_allocator *a, item_rec *batch)
+{
+    item_rec *r = batch;
+    while (r) {
+        item_rec *next = r->dirty_next;
+        r->dirty = 0;
+        r->dirty_next = NULL;
+        if (idle(r))
+            free_record(a, r);
+        r = next;
+    }
+}
+
+/* Up to room parked records, oldest first, taken off the parked list as a batch. */
+static item_rec *unpark(zkl_allocator *a, long room)
+{
+    item_rec *batch = NULL, **tail = &batch;
+    while (a->park_head && room-- > 0) {
+        item_rec *r = a->park_head;
+        a->park_head = r->park_next;
+        if (!a->park_head)
+            a->park_tail = NULL;
+        r->parked = 0;
+        r->park_next = NULL;
+        if (r->dirty)
+            continue; /* on the dirty list: the next reconcile looks at it anyway */
+        r->dirty = 1;
+        *tail = r;
+        tail = &r->dirty_next;
+    }
+    return batch;
 }
 
 void zkl_claims_reconcile(zkl_allocator *a)
@@ -329,10 +408,7 @@ void zkl_claims_reconcile(zkl_allocator *a)
     /* the batch keeps its dirty flags until the end, so nothing re-links it meanwhile */
     item_rec *batch = a->dirty_head;
     a->dirty_head = NULL;
-    for (item_rec *r = batch; r; r = r->dirty_next) {
-        settle_record(r);
-        account(r);
-    }
+    settle_batch(batch);
     int open = may_claim(a) && a->releasing == 0;
     if (open && !a->claims_open) { /* claims may start: every wanted item */
         for (size_t i = 0; i < a->wanted_n; i++) {
@@ -340,20 +416,20 @@ void zkl_claims_reconcile(zkl_allocator *a)
             account(a->wanted[i]);
         }
     } else if (open) {
-        for (item_rec *r = batch; r; r = r->dirty_next) {
-            claim(r);
-            account(r);
-        }
+        claim_batch(batch);
     }
     a->claims_open = open;
-    item_rec *r = batch;
-    while (r) {
-        item_rec *next = r->dirty_next;
-        r->dirty = 0;
-        r->dirty_next = NULL;
-        if (idle(r))
-            free_record(a, r);
-        r = next;
+    end_batch(a, batch);
+    /* room in the window: the parked records, oldest first (each pass sends an op or takes a
+     * record off the list for good, so this ends) */
+    while (connected && a->park_head && a->claim_ops < CLAIM_WINDOW) {
+        batch = unpark(a, CLAIM_WINDOW - a->claim_ops);
+        settle_batch(batch);
+        if (!(may_claim(a) && a->releasing == 0))
+            a->claims_open = open = 0; /* a release began: claims wait for it */
+        if (open)
+            claim_batch(batch);
+        end_batch(a, batch);
     }
 }
 
@@ -452,6 +528,7 @@ static void created(item_rec *r, const zkl_event *ev)
             zkl_create_path(r->a->s, r->a->owners_path, &r->a->acl, &route, &r->inflight,
                             &last);
             r->a->inflight += r->inflight - before; /* the create follows them, in order */
+            r->a->claim_ops += r->inflight - before;
         }
         break;
     default:
@@ -540,6 +617,7 @@ static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
     r->inflight--;
     a->inflight--;
     if (ev->kind == ZKL_EV_OP) {
+        a->claim_ops--;
         if (ev->op == ZKL_OP_GET && !ev->watch_requested) { /* no watch will come */
             r->inflight--;
             a->inflight--;
@@ -566,8 +644,21 @@ static void on_item_route(zkl_session *s, const zkl_event *ev, void *ctx)
 
 /* ---------------------------------------------------------------- session changes */
 
+static void clear_parked(zkl_allocator *a)
+{
+    item_rec *r = a->park_head;
+    while (r) {
+        item_rec *next = r->park_next;
+        r->parked = 0;
+        r->park_next = NULL;
+        r = next;
+    }
+    a->park_head = a->park_tail = NULL;
+}
+
 void zkl_claims_lose_all(zkl_allocator *a)
 {
+    clear_parked(a);
     for (size_t i = 0; i < a->acquired_n; i++)
         a->acquired_q[i]->queued = 0;
     a->acquired_n = 0;
@@ -594,6 +685,7 @@ void zkl_claims_lose_all(zkl_allocator *a)
 
 void zkl_claims_free_all(zkl_allocator *a)
 {
+    a->park_head = a->park_tail = NULL; /* (its records go below) */
     for (size_t i = 0; i < a->bucket_count; i++) {
         item_rec *r = a->buckets[i];
         while (r) {

@@ -43,6 +43,8 @@ struct item_rec {
     long inflight;         /* this record's ops and watches not yet come back */
     int dirty;             /* on the dirty list: looked at by the next reconcile */
     item_rec *dirty_next;
+    int parked;            /* on the parked list: an op waits for room in the claim window */
+    item_rec *park_next;
     unsigned bits;         /* the counts it is in (allocator_claims.c: account) */
     uint64_t target_stamp; /* the target that last wanted it */
 };
@@ -183,6 +185,8 @@ struct zkl_allocator {
     size_t busy_count;         /* records a leave must wait for */
     size_t done_count;         /* records held and reported as the assignment wants */
     item_rec *dirty_head;      /* records to look at (allocator_claims.c) */
+    item_rec *park_head, *park_tail; /* records whose op waits for the claim window, in order */
+    long claim_ops;            /* item ops (creates, reads, deletes) not yet answered */
     item_rec **wanted;         /* the records the current target wants */
     size_t wanted_n;
     uint64_t target_stamp;

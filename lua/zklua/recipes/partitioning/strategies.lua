@@ -32,7 +32,8 @@
 --
 -- strategies.get(name_or_function), strategies.load(file) (a strategy script, read afresh on
 -- every call, so a running allocator can reload it), strategies.validate(assignment, members,
--- items), strategies.moves(old, new), strategies.hash(s), strategies.names.
+-- items), strategies.moves(old, new), strategies.hash(s), strategies.names,
+-- strategies.is_builtin(fn).
 local core = require "zklua.core"
 local check = require "zklua.check"
 local errors = require "zklua.errors"
@@ -96,6 +97,15 @@ local BUILTIN = {}
 for _, name in ipairs(strategies.names) do
   BUILTIN[name] = builtin(name)
   strategies[name] = BUILTIN[name]
+end
+
+--- Whether fn is one of the built-ins (their results need no validate: the C code gives every
+--- item to exactly one member, strategies_spec checks it).
+function strategies.is_builtin(fn)
+  for _, builtin_fn in pairs(BUILTIN) do
+    if fn == builtin_fn then return true end
+  end
+  return false
 end
 
 --- The 64-bit hash the built-ins use (FNV-1a 64, then MurmurHash3's fmix64), as 16 hex digits.
