@@ -236,57 +236,81 @@ int zkl_alloc_join_set(char *const *chunks, const int *lens, size_t n, zkl_json_
     return out->failed ? -1 : 0;
 }
 
+/* One chunk's {member: [items], ...}: each member's items (the array's text, as written)
+ * appended to its buffer, members matched by their key's text (one writer wrote every chunk
+ * of a tag the same canonical way).  Text only, like the skim: 1M items are not parsed here
+ * (a follower parses its own part, the leader the whole).  0, or -1 (not of that shape). */
+static int join_chunk(const char *c, size_t len, char ***keys, size_t **key_lens,
+                      zkl_json_buf **bufs, size_t *count)
+{
+    const char *p = c, *end = c + len;
+    p = zkl_alloc_skip_ws(p, end);
+    if (p >= end || *p != '{')
+        return -1;
+    p = zkl_alloc_skip_ws(p + 1, end);
+    int first = 1;
+    while (p < end && *p != '}') {
+        if (!first) {
+            if (*p != ',')
+                return -1;
+            p = zkl_alloc_skip_ws(p + 1, end);
+        }
+        first = 0;
+        const char *k = p;
+        if (p >= end || *p != '"' || !(p = zkl_alloc_skip_string(p, end)))
+            return -1;
+        size_t klen = (size_t)(p - k);
+        p = zkl_alloc_skip_ws(p, end);
+        if (p >= end || *p != ':')
+            return -1;
+        p = zkl_alloc_skip_ws(p + 1, end);
+        const char *v = p;
+        if (p >= end || *p != '[' || !(p = zkl_alloc_skip_value(p, end)))
+            return -1;
+        const char *body = zkl_alloc_skip_ws(v + 1, p - 1), *body_end = p - 1;
+        size_t m = 0;
+        while (m < *count && !((*key_lens)[m] == klen && memcmp((*keys)[m], k, klen) == 0))
+            m++;
+        if (m == *count) { /* a new member (members are few: a linear lookup) */
+            char **gk = realloc(*keys, (m + 1) * sizeof *gk);
+            if (gk)
+                *keys = gk;
+            size_t *gl = gk ? realloc(*key_lens, (m + 1) * sizeof *gl) : NULL;
+            if (gl)
+                *key_lens = gl;
+            zkl_json_buf *gb = gl ? realloc(*bufs, (m + 1) * sizeof *gb) : NULL;
+            if (gb)
+                *bufs = gb;
+            if (!gb || !((*keys)[m] = malloc(klen)))
+                return -1;
+            memcpy((*keys)[m], k, klen);
+            (*key_lens)[m] = klen;
+            zkl_json_buf_init(&(*bufs)[m]);
+            (*count)++;
+        }
+        if (body < body_end) {
+            if ((*bufs)[m].len > 0)
+                zkl_json_buf_raw(&(*bufs)[m], ",", 1);
+            zkl_json_buf_raw(&(*bufs)[m], body, (size_t)(body_end - body));
+        }
+        p = zkl_alloc_skip_ws(p, end);
+    }
+    if (p >= end || zkl_alloc_skip_ws(p + 1, end) != end)
+        return -1;
+    return 0;
+}
+
 int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const int *lens,
                               size_t n, zkl_json_buf *out)
 {
-    /* per member, the items of every chunk in order (members are few: a linear lookup) */
+    /* per member, the items of every chunk in order */
     size_t count = 0;
     char **keys = NULL;
+    size_t *key_lens = NULL;
     zkl_json_buf *bufs = NULL;
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        zkl_json *obj = zkl_json_parse(chunks[i], (size_t)lens[i], NULL);
-        if (!obj || obj->type != ZKL_JSON_OBJECT) {
-            zkl_json_free(obj);
-            rc = -1;
-            break;
-        }
-        for (size_t m = 0; m < obj->count && rc == 0; m++) {
-            const zkl_json *list = obj->values[m];
-            if (!obj->keys[m] || list->type != ZKL_JSON_ARRAY) {
-                rc = -1;
-                break;
-            }
-            size_t k = 0;
-            while (k < count && strcmp(keys[k], obj->keys[m]) != 0)
-                k++;
-            if (k == count) {
-                char **gk = realloc(keys, (count + 1) * sizeof *gk);
-                if (gk)
-                    keys = gk;
-                zkl_json_buf *gb = gk ? realloc(bufs, (count + 1) * sizeof *gb) : NULL;
-                if (!gb || !(keys[count] = strdup(obj->keys[m]))) {
-                    if (gb)
-                        bufs = gb;
-                    rc = -1;
-                    break;
-                }
-                bufs = gb;
-                zkl_json_buf_init(&bufs[count++]);
-            }
-            for (size_t j = 0; j < list->count; j++) {
-                const zkl_json *item = list->values[j];
-                if (item->type != ZKL_JSON_STRING) {
-                    rc = -1;
-                    break;
-                }
-                if (bufs[k].len > 0)
-                    zkl_json_buf_raw(&bufs[k], ",", 1);
-                zkl_json_buf_string(&bufs[k], item->string, item->string_len);
-            }
-        }
-        zkl_json_free(obj);
-    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = join_chunk(chunks[i], (size_t)lens[i], &keys, &key_lens, &bufs, &count);
     const zkl_json *gen = zkl_json_get(header, "generation");
     const zkl_json *leader = zkl_json_get(header, "leader");
     const zkl_json *members = zkl_json_get(header, "members");
@@ -307,7 +331,7 @@ int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const
         for (size_t k = 0; k < count; k++) {
             if (k > 0)
                 zkl_json_buf_raw(out, ",", 1);
-            zkl_json_buf_string(out, keys[k], strlen(keys[k]));
+            zkl_json_buf_raw(out, keys[k], key_lens[k]);
             zkl_json_buf_raw(out, ":[", 2);
             zkl_json_buf_raw(out, bufs[k].data ? bufs[k].data : "", bufs[k].len);
             zkl_json_buf_raw(out, "]", 1);
@@ -320,6 +344,7 @@ int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const
         zkl_json_buf_free(&bufs[k]);
     }
     free(keys);
+    free(key_lens);
     free(bufs);
     return rc == 0 && !out->failed ? 0 : -1;
 }

@@ -165,14 +165,22 @@ static void account(item_rec *r)
     }
 }
 
-/* r needs a look at the next reconcile. */
+/* r needs a look at the next reconcile.  In order: a target's records are looked at in its
+ * (sorted) order, so a member claims, and gives up, its items in the order the sticky
+ * strategy keeps them (strategy.c: keep_current_owners); what a member holds halfway through
+ * a handover is then what a new assignment lets it keep. */
 static void mark(item_rec *r)
 {
+    zkl_allocator *a = r->a;
     if (r->dirty)
         return;
     r->dirty = 1;
-    r->dirty_next = r->a->dirty_head;
-    r->a->dirty_head = r;
+    r->dirty_next = NULL;
+    if (a->dirty_tail)
+        a->dirty_tail->dirty_next = r;
+    else
+        a->dirty_head = r;
+    a->dirty_tail = r;
 }
 
 static void mark_all(zkl_allocator *a)
@@ -391,6 +399,7 @@ static item_rec *unpark(zkl_allocator *a, long room)
         if (r->dirty)
             continue; /* on the dirty list: the next reconcile looks at it anyway */
         r->dirty = 1;
+        r->dirty_next = NULL;
         *tail = r;
         tail = &r->dirty_next;
     }
@@ -407,7 +416,7 @@ void zkl_claims_reconcile(zkl_allocator *a)
     a->was_connected = connected;
     /* the batch keeps its dirty flags until the end, so nothing re-links it meanwhile */
     item_rec *batch = a->dirty_head;
-    a->dirty_head = NULL;
+    a->dirty_head = a->dirty_tail = NULL;
     settle_batch(batch);
     int open = may_claim(a) && a->releasing == 0;
     if (open && !a->claims_open) { /* claims may start: every wanted item */
@@ -700,7 +709,7 @@ void zkl_claims_free_all(zkl_allocator *a)
     a->rec_count = 0;
     a->acquired_n = 0;
     a->releasing = a->busy_count = a->done_count = 0;
-    a->dirty_head = NULL;
+    a->dirty_head = a->dirty_tail = NULL;
     free(a->wanted);
     a->wanted = NULL;
     a->wanted_n = 0;

@@ -250,15 +250,14 @@ int zkl_alloc_assignment_valid(const zkl_json *members, const zkl_json *assignme
 
 /* ---------------------------------------------------------------- skimming an assignment */
 
-static const char *skip_ws(const char *p, const char *end)
+const char *zkl_alloc_skip_ws(const char *p, const char *end)
 {
     while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
         p++;
     return p;
 }
 
-/* p at '"': just after the closing quote, or NULL. */
-static const char *skip_string(const char *p, const char *end)
+const char *zkl_alloc_skip_string(const char *p, const char *end)
 {
     for (p++; p < end; p++) {
         if (*p == '\\')
@@ -269,16 +268,14 @@ static const char *skip_string(const char *p, const char *end)
     return NULL;
 }
 
-/* Just after the value at p (strings and brackets followed, nothing else checked), or NULL.
- * Iterative: the depth is a counter, never the stack. */
-static const char *skip_value(const char *p, const char *end)
+const char *zkl_alloc_skip_value(const char *p, const char *end)
 {
     size_t depth = 0;
     do {
         if (p >= end)
             return NULL;
         if (*p == '"') {
-            p = skip_string(p, end);
+            p = zkl_alloc_skip_string(p, end);
             if (!p)
                 return NULL;
         } else if (*p == '{' || *p == '[') {
@@ -305,12 +302,12 @@ int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, siz
     memset(out, 0, sizeof *out);
     const char *p = text, *end = text + len;
     int in_assignment = 0;
-    p = skip_ws(p, end);
+    p = zkl_alloc_skip_ws(p, end);
     if (p >= end || *p != '{')
         return -1;
     p++;
     for (;;) {
-        p = skip_ws(p, end);
+        p = zkl_alloc_skip_ws(p, end);
         if (p < end && *p == '}') {
             if (!in_assignment)
                 return out->members && out->assignment ? 0 : -1;
@@ -319,19 +316,19 @@ int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, siz
             continue;
         }
         if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
+            p = zkl_alloc_skip_ws(p + 1, end);
         }
         if (p >= end || *p != '"')
             return -1;
         const char *k = p;
-        p = skip_string(p, end);
+        p = zkl_alloc_skip_string(p, end);
         if (!p)
             return -1;
         size_t klen = (size_t)(p - k);
-        p = skip_ws(p, end);
+        p = zkl_alloc_skip_ws(p, end);
         if (p >= end || *p != ':')
             return -1;
-        p = skip_ws(p + 1, end);
+        p = zkl_alloc_skip_ws(p + 1, end);
         const char *v = p;
         if (!in_assignment && klen == 12 && memcmp(k, "\"assignment\"", 12) == 0) {
             if (*v != '{')
@@ -341,7 +338,7 @@ int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, siz
             p = v + 1;
             continue;
         }
-        p = skip_value(p, end);
+        p = zkl_alloc_skip_value(p, end);
         if (!p)
             return -1;
         if (in_assignment) {

@@ -184,7 +184,8 @@ struct zkl_allocator {
     size_t releasing;          /* records asked to release, released or deleting */
     size_t busy_count;         /* records a leave must wait for */
     size_t done_count;         /* records held and reported as the assignment wants */
-    item_rec *dirty_head;      /* records to look at (allocator_claims.c) */
+    item_rec *dirty_head, *dirty_tail; /* records to look at, in the order they changed
+                                          (allocator_claims.c) */
     item_rec *park_head, *park_tail; /* records whose op waits for the claim window, in order */
     long claim_ops;            /* item ops (creates, reads, deletes) not yet answered */
     item_rec **wanted;         /* the records the current target wants */
@@ -250,6 +251,14 @@ int zkl_alloc_join_set(char *const *chunks, const int *lens, size_t n, zkl_json_
 /* The assignment's format-1 text from its header and chunks: 0, or -1. */
 int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const int *lens,
                               size_t n, zkl_json_buf *out);
+
+/* Scanning JSON text without parsing it (the skim, the chunks' join): just after the
+ * whitespace at p; p at '"': just after the closing quote, or NULL; just after the value at p
+ * (strings and brackets followed, nothing else checked; iterative, the depth a counter), or
+ * NULL. */
+const char *zkl_alloc_skip_ws(const char *p, const char *end);
+const char *zkl_alloc_skip_string(const char *p, const char *end);
+const char *zkl_alloc_skip_value(const char *p, const char *end);
 
 /* Where the parts a follower needs are in an assignment's text (nothing allocated, nothing
  * but strings and brackets checked: the parts are parsed and checked by the caller). */
