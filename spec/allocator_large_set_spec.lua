@@ -167,6 +167,37 @@ describe("PartitionAllocator, a set over one znode", function()
     assert.truthy(tostring(err):find("chunked format 3", 1, true), tostring(err))
   end)
 
+  it("an assignment chunk not of its shape stops a member with a clear error, never misread",
+     function()
+    local zka = client()
+    local ma = member(zka, "A")
+    ma:start({ "x" }, LONG)
+    assert.is_true(ma:wait_settled(LONG))
+    -- chunks are joined as text, not parsed: an array where {member: [items]} belongs, and
+    -- an object cut short, must both be refused
+    for i, chunk in ipairs({ '["x"]', '{"A":["x"]' }) do
+      local tag = "0000000099-" .. i
+      admin:create(path .. "/assignment-chunks/" .. tag .. "-00000", chunk, { makepath = true })
+      local head = string.format('{"zklua_chunked":2,"tag":"%s","chunks":1,"generation":%d,' ..
+                                   '"leader":"A","members":["A"]}', tag, 90 + i)
+      if i == 1 then
+        admin:set(path .. "/assignment", head)
+        helpers.wait_until(function() return ma.state == "idle" end, LONG, "the member to stop")
+        assert.truthy(tostring(ma.error):find("cannot be read", 1, true), tostring(ma.error))
+        assert.are.same({}, ma.allocation)
+      else
+        local zkb = client()
+        local mb = member(zkb, "B")
+        admin:set(path .. "/assignment", head)
+        local ok, err = pcall(mb.start, mb, {}, LONG) -- it must read the assignment to start
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("cannot be read", 1, true), tostring(err))
+        assert.are.equal("idle", mb.state)
+        assert.are.same({}, mb.allocation)
+      end
+    end
+  end)
+
   it("a connection lost while start writes a chunked seed: start retries, the set is whole",
      function()
     local set = items(40000, "a-rather-long-item-name-") -- 1.4 MB of JSON
