@@ -256,16 +256,11 @@ static int join_chunk(const char *c, size_t len, char ***keys, size_t **key_lens
             p = zkl_alloc_skip_ws(p + 1, end);
         }
         first = 0;
-        const char *k = p;
-        if (p >= end || *p != '"' || !(p = zkl_alloc_skip_string(p, end)))
-            return -1;
-        size_t klen = (size_t)(p - k);
-        p = zkl_alloc_skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return -1;
-        p = zkl_alloc_skip_ws(p + 1, end);
+        const char *k;
+        size_t klen;
+        p = zkl_alloc_skip_key(p, end, &k, &klen);
         const char *v = p;
-        if (p >= end || *p != '[' || !(p = zkl_alloc_skip_value(p, end)))
+        if (!p || p >= end || *p != '[' || !(p = zkl_alloc_skip_value(p, end)))
             return -1;
         const char *body = zkl_alloc_skip_ws(v + 1, p - 1), *body_end = p - 1;
         size_t m = 0;

@@ -296,6 +296,22 @@ const char *zkl_alloc_skip_value(const char *p, const char *end)
     return p;
 }
 
+const char *zkl_alloc_skip_key(const char *p, const char *end, const char **key,
+                               size_t *key_len)
+{
+    if (p >= end || *p != '"')
+        return NULL;
+    *key = p;
+    p = zkl_alloc_skip_string(p, end);
+    if (!p)
+        return NULL;
+    *key_len = (size_t)(p - *key);
+    p = zkl_alloc_skip_ws(p, end);
+    if (p >= end || *p != ':')
+        return NULL;
+    return zkl_alloc_skip_ws(p + 1, end);
+}
+
 int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, size_t key_len,
                               zkl_alloc_skim *out)
 {
@@ -318,17 +334,11 @@ int zkl_alloc_skim_assignment(const char *text, size_t len, const char *key, siz
         if (p < end && *p == ',') {
             p = zkl_alloc_skip_ws(p + 1, end);
         }
-        if (p >= end || *p != '"')
+        const char *k;
+        size_t klen;
+        p = zkl_alloc_skip_key(p, end, &k, &klen);
+        if (!p || p >= end)
             return -1;
-        const char *k = p;
-        p = zkl_alloc_skip_string(p, end);
-        if (!p)
-            return -1;
-        size_t klen = (size_t)(p - k);
-        p = zkl_alloc_skip_ws(p, end);
-        if (p >= end || *p != ':')
-            return -1;
-        p = zkl_alloc_skip_ws(p + 1, end);
         const char *v = p;
         if (!in_assignment && klen == 12 && memcmp(k, "\"assignment\"", 12) == 0) {
             if (*v != '{')

@@ -259,6 +259,10 @@ int zkl_alloc_join_assignment(const zkl_json *header, char *const *chunks, const
 const char *zkl_alloc_skip_ws(const char *p, const char *end);
 const char *zkl_alloc_skip_string(const char *p, const char *end);
 const char *zkl_alloc_skip_value(const char *p, const char *end);
+/* p at a member's key: just after its ':' and the whitespace, key and key_len the key's text
+ * (quotes included), or NULL. */
+const char *zkl_alloc_skip_key(const char *p, const char *end, const char **key,
+                               size_t *key_len);
 
 /* Where the parts a follower needs are in an assignment's text (nothing allocated, nothing
  * but strings and brackets checked: the parts are parsed and checked by the caller). */
