@@ -148,6 +148,19 @@ static int core_cpu_time(lua_State *L)
     return 1;
 }
 
+/* stack_depth() -> how many frames the calling coroutine's stack holds, this call's own
+ * included.  It allocates nothing, so a test may probe every callback of a burst with it
+ * (spec/fixtures/watch_burst.lua): debug.getinfo makes a table per frame. */
+static int core_stack_depth(lua_State *L)
+{
+    lua_Debug ar;
+    int depth = 0;
+    while (lua_getstack(L, depth, &ar))
+        depth++;
+    lua_pushinteger(L, depth);
+    return 1;
+}
+
 /* sleep(seconds): a plain sleep, for when there is no session to dispatch */
 static int core_sleep(lua_State *L)
 {
@@ -233,6 +246,7 @@ static const luaL_Reg core_functions[] = {
     {"poll", core_poll},
     {"sleep", core_sleep},
     {"cpu_time", core_cpu_time},
+    {"stack_depth", core_stack_depth},
     {"library_log_level", core_library_log_level},
     {"free_port", core_free_port},
     {"four_letter", core_four_letter},
