@@ -1,7 +1,9 @@
 -- One-shot watches, DataWatch and ChildrenWatch.
 local zklua = require "zklua"
 local testing = require "zklua.testing"
+local watchers = require "zklua.watchers"
 local helpers = require "support.helpers"
+local child = require "fixtures.child"
 
 local ROOT = "/watch"
 
@@ -442,6 +444,83 @@ describe("watches", function()
       other:set(path, "meanwhile")
       testing.wait_for(function() return values[#values] == "meanwhile" end, 10,
                        "the change made during the expiry")
+    end)
+  end)
+
+  -- A burst past the refetch window (zklua.watchers): N nodes, a DataWatch each; another
+  -- process sets them all while this one runs no event loop, so every change event is queued
+  -- before the first is handled.  burst(base, during) returns what each watch saw last, and
+  -- two functions: the most reads in flight (sampled in every call) and whether a refetch
+  -- ever waited; during() runs in the first call that sees one waiting.
+  describe("DataWatch refetches in a burst past the window", function()
+    local WINDOW = watchers.refetch_window
+    local N = 3 * WINDOW
+
+    local function burst(base, during)
+      local last, most, waited = {}, 0, false
+      zk:create(base, "")
+      for i = 1, N do zk:create(base .. "/n" .. i, "0") end
+      for i = 1, N do
+        zk:DataWatch(base .. "/n" .. i, function(data)
+          last[i] = data
+          local reg = zk._data_watches
+          if reg.flying > most then most = reg.flying end
+          if reg.head < reg.tail then
+            if not waited and during then during() end
+            waited = true
+          end
+        end)
+      end
+      local argv = helpers.lua_argv("spec/fixtures/watch_burst.lua", "write", server.hosts,
+                                    base, tostring(N))
+      for i, word in ipairs(argv) do argv[i] = child.quote(word) end
+      local _, err, code = helpers.run(table.concat(argv, " "), 60)
+      assert.are.equal(0, code, "the writer process: " .. err)
+      return last, function() return most end, function() return waited end
+    end
+
+    -- whether every watch saw value last (value(i) when a function)
+    local function all_are(last, value)
+      for i = 1, N do
+        local wanted = value
+        if type(value) == "function" then wanted = value(i) end
+        if last[i] ~= wanted then return false end
+      end
+      return true
+    end
+
+    it("every change is reported, with at most the window's reads in flight", function()
+      local last, most, waited = burst(ROOT .. "/window")
+      helpers.wait_until(function() return all_are(last, "1") end, 60, "every DataWatch")
+      assert.is_true(waited(), "no refetch waited: the burst never filled the window")
+      assert.is_true(most() <= WINDOW, most() .. " reads in flight")
+      assert.are.equal(0, zk._data_watches.flying)
+    end)
+
+    it("a stop while refetches wait loses no watch: each re-reads at the next start",
+       function()
+      local base = ROOT .. "/stopped"
+      local last = burst(base, function() zk:stop() end)
+      helpers.wait_until(function() return zk.state == "LOST" end, 10, "the stop")
+      zk:start()
+      for i = 1, N, 97 do other:set(base .. "/n" .. i, "2") end
+      helpers.wait_until(function()
+        return all_are(last, function(i) return (i - 1) % 97 == 0 and "2" or "1" end)
+      end, 60, "every DataWatch after the restart")
+      assert.are.equal(0, zk._data_watches.flying)
+      other:set(base .. "/n" .. N, "3")
+      helpers.wait_until(function() return last[N] == "3" end, 10, "a later change")
+    end)
+
+    it("a session expiry (LOST) while refetches wait loses no watch", function()
+      local base = ROOT .. "/expired"
+      local last = burst(base, function() expire(zk) end)
+      helpers.wait_until(function() return all_are(last, "1") end, 60,
+                         "every DataWatch after the expiry")
+      for i = 1, N do other:set_async(base .. "/n" .. i, "2") end
+      other:sync(base)
+      helpers.wait_until(function() return all_are(last, "2") end, 60, "every later change")
+      assert.are.equal(0, zk._data_watches.flying)
     end)
   end)
 

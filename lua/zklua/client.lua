@@ -231,7 +231,8 @@ function Client.new(arg)
     _logger = logger,
     _log_level = log_level,
     _pending = {},   -- op id -> future
-    _watchers = {},  -- op id -> watch function
+    _watchers = {},  -- op id -> watch: a callable, or an object routing its own (call_watch)
+    _data_watches = false, -- the DataWatches' shared list (zklua.watchers), from the first
     _listeners = {},        -- in the order added; false where one was removed
     _listener_slot = {},    -- listener -> its index in _listeners
     _listener_holes = 0,    -- how many false entries _listeners holds
@@ -319,11 +320,29 @@ function Client:_complete(id, rc, watch_dropped, r1, r2)
   end
 end
 
+local function call_routed(client, route, watch, event)
+  local ok, err = pcall(route, watch, event)
+  if not ok then client:_log("ERROR", "error in watch callback: " .. tostring(err)) end
+end
+
+--- Calls watch with event as a user callback.  A watch is a callable, or an object whose
+-- metatable has _watch_event(watch, event), called instead: a DataWatch arms its reads with
+-- itself, so 100k of them hold no closure each.
+local function call_watch(client, watch, event)
+  local mt = type(watch) == "table" and getmetatable(watch)
+  local route = type(mt) == "table" and rawget(mt, "_watch_event")
+  if route then
+    client:_callback(call_routed, client, route, watch, event)
+  else
+    call_user(client, "watch callback", watch, event)
+  end
+end
+
 function Client:_fire_watch(id, event_type, keeper_state, path)
   local fn = self._watchers[id]
   if not fn then return end
   self._watchers[id] = nil
-  call_user(self, "watch callback", fn, { type = event_type, state = keeper_state, path = path })
+  call_watch(self, fn, { type = event_type, state = keeper_state, path = path })
 end
 
 function Client:_change_state(state, client_state)
@@ -362,7 +381,7 @@ function Client:_change_state(state, client_state)
     for id in pairs(died) do ids[#ids + 1] = id end
     table.sort(ids) -- in the order they were set
     local event = { type = "NONE", state = "EXPIRED_SESSION" }
-    for _, id in ipairs(ids) do call_user(self, "watch callback", died[id], event) end
+    for _, id in ipairs(ids) do call_watch(self, died[id], event) end
   end
 end
 
