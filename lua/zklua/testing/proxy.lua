@@ -4,6 +4,7 @@
 --   local zk = zklua.client{ hosts = p.hosts }   -- connections go through the proxy
 --   p:silence("down")      -- nothing reaches the client any more; nothing is closed
 --   p:cut_reply("delete")  -- the next delete reaches the server, its reply never the client
+--   p:cut_request("create", 1) -- the 2nd create from now on never reaches the server
 --   p:drop()               -- close both sides of every connection
 --   p:refuse(true)         -- close each new connection at once (an unreachable server)
 --   p:delay(0.5)           -- forward every chunk half a second late
@@ -143,7 +144,18 @@ function Proxy:cut_reply(opcode)
   return self
 end
 
---- Whether a cut_reply happened, and how many connections are open.
+--- Of the next requests of that opcode ("create", "delete", ... or a number), `skip` (0 by
+-- default) reach the server; the one after them does not, nor anything its connection sends
+-- after it (thrown away): a request lost on its way, and its connection stuck until the
+-- client gives up on it.  Connections made afterwards forward as before.
+function Proxy:cut_request(opcode, skip)
+  skip = skip or 0
+  assert(type(skip) == "number" and skip >= 0 and skip % 1 == 0, "proxy: skip must be >= 0")
+  command(self, "cut_request " .. tostring(opcode) .. " " .. skip)
+  return self
+end
+
+--- Whether a cut_reply or a cut_request happened, and how many connections are open.
 function Proxy:status()
   local answer = command(self, "status")
   return { cut = answer:match("cut=(%d)") == "1",

@@ -19,6 +19,10 @@
 --                          the request reaches the server, its reply does not reach the client
 --                          (OPCODE: a number, or create (any kind), delete, exists, get, set,
 --                          get_children, sync, multi)
+--   cut_request OPCODE SKIP  the requests of that opcode a client sends from now on: SKIP
+--                          go up, and from the next one on nothing that connection sends
+--                          goes up (it is thrown away): that request never reaches the
+--                          server, and the connection is stuck until the client drops it
 --   status                 "ok connections=N cut=0|1 accepted=N"
 --   quit                   exit
 --
@@ -82,7 +86,8 @@ end
 
 -- ZooKeeper framing of the up direction: a 4-byte length, then the frame; the first frame
 -- of a connection is the connect request, the others start with xid and opcode.  Returns
--- true when the cut is armed and a request of its opcode is in data.
+-- whether the cut_reply is armed and a request of its opcode is in data, and where in data
+-- the request a cut_request holds back starts (nil: none).
 local function int32(s, i)
   local a, b, c, d = s:byte(i, i + 3)
   local n = ((a * 256 + b) * 256 + c) * 256 + d
@@ -91,19 +96,29 @@ local function int32(s, i)
 end
 
 local function scan_requests(c, data)
+  local carried = #c.frame -- bytes of a frame begun in earlier data (already forwarded)
   c.frame = c.frame .. data
-  local hit = false
-  while #c.frame >= 4 do
-    local len = int32(c.frame, 1)
-    if len < 0 or #c.frame < 4 + len then break end
+  local hit, held, at = false, nil, 1
+  while #c.frame >= at + 3 do
+    local len = int32(c.frame, at)
+    if len < 0 or #c.frame < at + 3 + len then break end
     if c.first_frame then
       c.first_frame = false
-    elseif len >= 8 and mode.cut_opcodes and mode.cut_opcodes[int32(c.frame, 9)] then
-      hit = true
+    elseif len >= 8 then
+      local opcode = int32(c.frame, at + 8)
+      if mode.cut_opcodes and mode.cut_opcodes[opcode] then hit = true end
+      if not held and mode.hold_opcodes and mode.hold_opcodes[opcode] then
+        if mode.hold_skip > 0 then
+          mode.hold_skip = mode.hold_skip - 1
+        else
+          held = math.max(1, at - carried)
+        end
+      end
     end
-    c.frame = c.frame:sub(5 + len)
+    at = at + 4 + len
   end
-  return hit
+  c.frame = c.frame:sub(at)
+  return hit, held
 end
 
 local function queue_chunk(c, way, data)
@@ -135,10 +150,18 @@ local function pump(c, way)
   local data, err, partial = sock:receive(65536)
   data = data or partial
   if data and #data > 0 then
-    if way == "up" and scan_requests(c, data) then
+    local hit, held
+    if way == "up" then hit, held = scan_requests(c, data) end
+    if hit then
       mode.cut_opcodes, mode.cut, mode.down = nil, true, false -- before the request goes up
     end
-    queue_chunk(c, way, data)
+    if held then -- what came before the held request goes up; it and the rest never do
+      mode.hold_opcodes, mode.cut, c.discard_up = nil, true, true
+      data = data:sub(1, held - 1)
+    elseif way == "up" and c.discard_up then
+      data = ""
+    end
+    if #data > 0 then queue_chunk(c, way, data) end
   end
   return not (err and err ~= "timeout")
 end
@@ -163,12 +186,13 @@ local function opcode_set(name)
 end
 
 local function command(ctl, line)
-  local verb, a = line:match("^(%S+)%s*(%S*)")
+  local verb, a, b = line:match("^(%S+)%s*(%S*)%s*(%S*)")
   if verb == "silence" and (a == "up" or a == "down" or a == "both") then
     if a ~= "down" then mode.up = false end
     if a ~= "up" then mode.down = false end
   elseif verb == "resume" then
     mode.up, mode.down, mode.delay, mode.refuse, mode.cut_opcodes = true, true, 0, false, nil
+    mode.hold_opcodes = nil
   elseif verb == "delay" and tonumber(a) and tonumber(a) >= 0 then
     mode.delay = tonumber(a)
   elseif verb == "drop" then
@@ -177,6 +201,8 @@ local function command(ctl, line)
     mode.refuse = a == "on"
   elseif verb == "cut_reply" and opcode_set(a) then
     mode.cut_opcodes, mode.cut = opcode_set(a), false
+  elseif verb == "cut_request" and opcode_set(a) and tonumber(b) and tonumber(b) >= 0 then
+    mode.hold_opcodes, mode.hold_skip, mode.cut = opcode_set(a), tonumber(b), false
   elseif verb == "status" then
     local open = 0
     for _, c in ipairs(conns) do if not c.closed then open = open + 1 end end
