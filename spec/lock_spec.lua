@@ -433,6 +433,36 @@ describe("locks", function()
       proxy:stop()
     end)
 
+    it("a create of its path lost with its connection is made again, not a ConnectionLoss",
+       function()
+      -- One op in flight (max_in_flight 1): the lock's first create finds no path; the
+      -- path's create then goes out alone, the node's waiting behind it.  The proxy keeps
+      -- the path's create from the server, and the client gives up on the connection
+      -- (SUSPENDED): the path's create fails with ConnectionLoss,
+      -- and the node's, sent on the new connection, finds no path again.  The acquire must
+      -- make the path again.  (A scale_spec member under load failed here: FAILURE,
+      -- ConnectionLoss.)  A top-level path: making it is one create.
+      local top = string.format("/lock-unmade-%d", math.floor(core.monotonic() * 1e6))
+      local proxy = testing.proxy(server:node(1))
+      local zk = zklua.client{ hosts = proxy.hosts, timeout = 4, max_in_flight = 1 }
+      zk:start()
+      local states = {}
+      zk:add_listener(function(state) states[#states + 1] = state end)
+      local l = zk:Lock(top, "unmade")
+      proxy:cut_request("create", 1) -- the node's first create goes; the path's does not
+      local ok, err = pcall(l.acquire, l, true, 60)
+      local cut = proxy:status().cut
+      local node = l.node
+      local list = ok and a:get_children(top) or {}
+      zk:close()
+      proxy:stop()
+      if a:exists(top) then a:delete(top, nil, true) end
+      assert.is_true(ok, tostring(err))
+      assert.is_true(cut, "the path's create was not held back")
+      assert.are.equal("SUSPENDED", states[1])
+      assert.are.same({ node }, list)
+    end)
+
     it("a node of its own left by a lost create reply (a listing that missed it) never " ..
        "blocks the lock: the lowest is kept, the other deleted", function()
       -- On an ensemble, a create whose reply was lost, then a listing answered by a follower

@@ -64,6 +64,7 @@ struct zkl_lock {
     int create_tried; /* a create may have made a node whose name we never learnt */
     int need_ensure;  /* the path was missing: create its prefixes before the node */
     int ensure_rc;    /* result of creating the path itself */
+    int ensure_cut;   /* a create of the path was cut off with its connection */
     int ensure_rounds;
     int parked;       /* the step waits for CONNECTED */
     int checked;      /* the contenders were looked at during this acquire */
@@ -392,6 +393,7 @@ static uint64_t submit_create(zkl_lock *l)
                                  &l->route, &l->inflight, &last) != 0)
             return 0;
         l->ensure_rc = ZOK;
+        l->ensure_cut = 0;
         l->ensure_op_id = last;
     }
     int flags = l->ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL;
@@ -483,6 +485,10 @@ static void created(zkl_lock *l, const zkl_event *ev)
     }
     if (ev->rc != ZNONODE) {
         step_failed(l, ev->rc);
+    } else if (l->need_ensure && l->ensure_cut) {
+        /* the path's create was lost with its connection, and the node's, sent on the next
+         * one, found no path: make it again (a fault, not a round) */
+        go(l, STEP_CREATE);
     } else if (l->need_ensure && l->ensure_rc != ZOK && l->ensure_rc != ZNODEEXISTS) {
         step_failed(l, l->ensure_rc); /* the path itself could not be made */
     } else if (++l->ensure_rounds > ZKL_RETRY_LIMIT) {
@@ -809,6 +815,8 @@ static void on_route(zkl_session *s, const zkl_event *ev, void *ctx)
             if (l->watch_id == ev->id)
                 l->watch_id = 0;
         }
+        if (ev->id != l->op_id && zkl_rc_triage(ev->rc) == ZKL_RC_RETRY)
+            l->ensure_cut = 1; /* a create of the path (or a sync, whose result is stale) */
         if (ev->id == l->ensure_op_id) {
             l->ensure_op_id = 0;
             l->ensure_rc = ev->rc;

@@ -41,7 +41,9 @@
  *   (a follower behind the leader cannot hide it).  Should a listing ever show two nodes of
  *   the prefix, the lower is kept and the other deleted: the lock never waits behind itself.
  * - Connection loss or an operation timeout during any step: the step is repeated once the
- *   session is CONNECTED again.  SUSPENDED changes nothing else: a holder keeps the lock
+ *   session is CONNECTED again.  A create of the path lost that way, while the node's create
+ *   waited to be sent (and then found no path), is made again: it never fails the acquire
+ *   with a ConnectionLoss (lock_spec, through a proxy that loses that create).  SUSPENDED changes nothing else: a holder keeps the lock
  *   (as kazoo), an acquire waits for the reconnection.  But on SUSPENDED a holder must stop
  *   acting as the holder until CONNECTED (kazoo's and Curator's rule): its server may be cut
  *   off from the quorum, whose leader then expires the session a session timeout after the
