@@ -295,8 +295,8 @@ function Client:_callback(fn, ...)
   return fn(...)
 end
 
-local function call_logged(client, what, fn, arg)
-  local ok, result = pcall(fn, arg)
+local function call_logged(client, what, fn, ...)
+  local ok, result = pcall(fn, ...)
   if not ok then client:_log("ERROR", "error in " .. what .. ": " .. tostring(result)) end
 end
 
@@ -320,11 +320,6 @@ function Client:_complete(id, rc, watch_dropped, r1, r2)
   end
 end
 
-local function call_routed(client, route, watch, event)
-  local ok, err = pcall(route, watch, event)
-  if not ok then client:_log("ERROR", "error in watch callback: " .. tostring(err)) end
-end
-
 --- Calls watch with event as a user callback.  A watch is a callable, or an object whose
 -- metatable has _watch_event(watch, event), called instead: a DataWatch arms its reads with
 -- itself, so 100k of them hold no closure each.
@@ -332,7 +327,7 @@ local function call_watch(client, watch, event)
   local mt = type(watch) == "table" and getmetatable(watch)
   local route = type(mt) == "table" and rawget(mt, "_watch_event")
   if route then
-    client:_callback(call_routed, client, route, watch, event)
+    client:_callback(call_logged, client, "watch callback", route, watch, event)
   else
     call_user(client, "watch callback", watch, event)
   end
