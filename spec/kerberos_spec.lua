@@ -239,6 +239,14 @@ if mode == "lock":
     if zk.exists(lock_path + "-done"):
         done.set()
     done.wait(60)
+    # zklua's contender queues behind kazoo's node before kazoo lets go (its blocking acquire
+    # follows the -done node: released at once, kazoo could take the free lock again first)
+    queued = threading.Event()
+    def contenders(children):
+        if len(children) >= 2:
+            queued.set()
+    zk.ChildrenWatch(lock_path, contenders)
+    queued.wait(60)
     lock.release()
     print("released", flush=True)
     # zklua holds it now: kazoo cannot take it
