@@ -62,6 +62,7 @@ void zkl_event_clear(zkl_event *ev)
         free(ev->acls);
     }
     zkl_multi_free(ev->multi);
+    free(ev->batch);
     memset(ev, 0, sizeof *ev);
 }
 

@@ -81,6 +81,8 @@ typedef struct zkl_request {
     int version, flags, want_stat, watch;
     int64_t ttl; /* a create's, ms; 0: none */
     long long since_ms; /* CLOCK_MONOTONIC ms when it began to wait (ops.c) */
+    int batch;          /* a batched write (ops.c): may go out in one multi with its
+                           neighbours */
     const struct ACL_vector *acl;
     const char *joining, *leaving, *members; /* a reconfig's (NULL: none) */
     int64_t from_config;
@@ -113,11 +115,14 @@ typedef struct zkl_event {
     int data_borrowed;   /* data is not the event's to free (a direct read's session buffer) */
     int has_stat;
     struct Stat stat;
+    int64_t czxid;       /* a batched create's (ops.h), when it has no stat: the multi's zxid */
     char **strings;      /* children */
     int string_count;
     zkl_acl *acls;
     int acl_count;
     zkl_multi *multi;
+    void *batch;         /* the multi this op was the last of (ops.c): one block, freed with
+                            the event when the library never answered it */
 
     /* ZKL_EV_WATCH: type is the library's event type; path is chroot-relative */
     int type;

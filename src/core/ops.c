@@ -40,6 +40,15 @@
  * that wait to what window requests take, whatever a recipe or a script asks for at once,
  * and bounds the answers waiting for a slow owner.  Every op comes back (answered, or failed
  * when its connection or handle ends), so every place in the window frees.
+ *
+ * Batched writes (ops.h): they wait in the cork like the caller's reads, and when the list is
+ * sent, a run of them next to each other goes out as one multi of at most BATCH_MAX, which
+ * takes one place in the window.  The multi's answer is split into each op's own event.  A
+ * multi that fails because of one op ran nothing: that op gets its error, and the others,
+ * which did not run, come back marked ZKL_OP_NOT_RUN; the owner takes them and sends each
+ * again on its own (zkl_ops_resend), so a failing write costs its neighbours one more trip
+ * and never their result.  The multi's buffers are one block that its last op owns until
+ * the answer comes (when the library drops the request, the event frees it).
  */
 #include "ops.h"
 #include "path.h"
@@ -57,6 +66,12 @@
  * 128, ~21.5 with 1024 or 4096, about what raw C takes.  Held reads cost no latency that
  * matters: any wait sends them. */
 enum { CORK_MAX = 1024 };
+
+/* Batched writes in one multi at most.  A server commits a multi's ops in one request: on this
+ * project's loopback server, creates went from 17.9k to 63.8k a second, deletes from 23.1k to
+ * 77.3k, in multis of 50 (bench/write_rate.lua with MULTI=50, beside two CPU hogs).  A multi
+ * also stays under half the packet limit (ZKL_MAX_PACKET). */
+enum { BATCH_MAX = 50 };
 
 static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
@@ -296,6 +311,42 @@ static void on_acl(int rc, struct ACL_vector *acl, struct Stat *stat, const void
         rc = copy_acls(op, acl);
     }
     finish(op, rc);
+}
+
+/* A batch in flight: its ops, and what zoo_amulti reads and fills; one block (send_batch). */
+typedef struct zkl_batch {
+    int count;
+    zkl_event *ops[BATCH_MAX];
+    zoo_op_t zops[BATCH_MAX];
+    zoo_op_result_t results[BATCH_MAX];
+    char paths[]; /* the creates' path buffers, back to back */
+} zkl_batch;
+
+/* A batch's answer: each op gets its own result; when the multi failed because of one op, the
+ * others (results OK or RUNTIMEINCONSISTENCY: rolled back or never tried) did not run.  When
+ * the multi never ran (a lost connection, a closed handle) every result is the multi's rc.
+ * A create's czxid is the multi's zxid, the one in its reply's header. */
+static void on_batch(int rc, const void *data)
+{
+    zkl_batch *b = (zkl_batch *)data;
+    int n = b->count, rcs[BATCH_MAX];
+    zkl_event *ops[BATCH_MAX] = {0};
+    int64_t zxid = rc == ZOK ? zoo_completion_zxid() : 0;
+    for (int i = 0; i < n; i++) {
+        zkl_event *op = ops[i] = b->ops[i];
+        const zoo_op_result_t *res = &b->results[i];
+        rcs[i] = res->err;
+        if (rc != ZOK && (res->err == ZOK || res->err == ZRUNTIMEINCONSISTENCY))
+            rcs[i] = ZKL_OP_NOT_RUN;
+        else if (res->err == ZOK && op->op == ZKL_OP_CREATE) {
+            op->czxid = zxid > 0 ? zxid : 0;
+            rcs[i] = copy_string_into(op, res->value);
+        }
+    }
+    ops[n - 1]->batch = NULL;
+    free(b); /* before the ops go: the owner may free the last one at once */
+    for (int i = 0; i < n; i++)
+        finish(ops[i], rcs[i]);
 }
 
 /* A one-shot watch fired.  Session events also reach per-op watchers: the global watcher
@@ -547,6 +598,83 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
     return id;
 }
 
+static zkl_event *pop_unsent(zkl_session *s)
+{
+    zkl_event *op = s->unsent_head;
+    s->unsent_head = op->unsent_next;
+    op->unsent_next = NULL;
+    s->unsent_count--;
+    if (!s->unsent_head)
+        s->unsent_tail = NULL;
+    op->generation = s->generation;
+    return op;
+}
+
+static int is_batched(const zkl_event *op)
+{
+    return op && op->request && op->request->batch;
+}
+
+/* The room a create's path buffer needs: the path and a sequence suffix. */
+static size_t path_room(const zkl_event *op)
+{
+    return op->op == ZKL_OP_CREATE ? strlen(op->request->path) + 16 : 0;
+}
+
+/* Sends first and the batched writes right behind it in the unsent list as one multi (see the
+ * top of this file). */
+static void send_batch(zkl_session *s, zkl_event *first)
+{
+    zkl_event *ops[BATCH_MAX];
+    int n = 0;
+    size_t bytes = request_bytes(first, first->request), room = path_room(first);
+    ops[n++] = first;
+    while (n < BATCH_MAX && is_batched(s->unsent_head)) {
+        size_t more = request_bytes(s->unsent_head, s->unsent_head->request);
+        if (bytes + more > ZKL_MAX_PACKET / 2)
+            break;
+        bytes += more;
+        room += path_room(s->unsent_head);
+        ops[n++] = pop_unsent(s);
+    }
+    zkl_batch *b = n > 1 ? calloc(1, sizeof *b + room) : NULL;
+    if (!b) { /* alone (or out of memory): each its own request */
+        for (int i = 0; i < n; i++)
+            submitted(s, ops[i], hand_over(s, ops[i], ops[i]->request));
+        return;
+    }
+    char *buf = b->paths;
+    for (int i = 0; i < n; i++) {
+        const zkl_request *r = ops[i]->request;
+        b->ops[i] = ops[i];
+        if (ops[i]->op == ZKL_OP_CREATE) {
+            int len = (int)path_room(ops[i]);
+            zoo_create_op_init(&b->zops[i], r->path, zkl_wire_value(r->value, r->len), r->len,
+                               r->acl, r->flags, buf, len);
+            buf += len;
+        } else {
+            zoo_delete_op_init(&b->zops[i], r->path, r->version);
+        }
+    }
+    b->count = n;
+    zkl_event *last = ops[n - 1];
+    last->batch = b;
+    last->windowed = 1; /* the multi's place in the window, freed when last is taken */
+    int rc = zoo_amulti(s->zh, n, b->zops, b->results, on_batch, b);
+    if (rc != ZOK) { /* refused: no callback will come */
+        last->windowed = 0;
+        last->batch = NULL;
+        free(b);
+        for (int i = 0; i < n; i++)
+            submitted(s, ops[i], rc);
+        return;
+    }
+    if (++s->sent > s->max_sent)
+        s->max_sent = s->sent;
+    s->batches++;
+    s->batched_ops += n;
+}
+
 void zkl_ops_flush(zkl_session *s)
 {
     if (!s->unsent_head || (handle_rc(s) == ZOK && !connected_now(s)))
@@ -555,17 +683,35 @@ void zkl_ops_flush(zkl_session *s)
         int rc = handle_rc(s);
         if (rc == ZOK && s->sent >= s->window)
             return; /* the rest go out as answers are taken (zkl_ops_taken) */
-        zkl_event *op = s->unsent_head;
-        s->unsent_head = op->unsent_next;
-        op->unsent_next = NULL;
-        s->unsent_count--;
-        if (!s->unsent_head)
-            s->unsent_tail = NULL;
-        op->generation = s->generation;
+        zkl_event *op = pop_unsent(s);
+        if (rc == ZOK && is_batched(op) && is_batched(s->unsent_head)) {
+            send_batch(s, op);
+            continue;
+        }
         if (rc == ZOK)
             rc = hand_over(s, op, op->request);
         submitted(s, op, rc);
     }
+}
+
+int zkl_ops_resend(zkl_session *s, zkl_event *op)
+{
+    if (op->generation != s->generation) { /* its handle closed since: it fails with it */
+        int rc = handle_rc(s);
+        op->rc = rc != ZOK ? rc : ZSESSIONEXPIRED;
+        return 0;
+    }
+    op->rc = ZOK;
+    op->request->batch = 0; /* alone this time: it runs whatever its neighbours do */
+    s->batch_resent++;
+    zkl_queue_track(&s->queue, op);
+    append_unsent(s, op);
+    if (!connected_now(s)) {
+        op->request->since_ms = zkl_monotonic_ms();
+        bound_the_wait(s);
+    }
+    zkl_ops_flush(s);
+    return 1;
 }
 
 void zkl_ops_fail_unsent(zkl_session *s, int rc)
@@ -621,6 +767,31 @@ uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, 
     zkl_request r = {.path = path, .value = value, .len = len, .acl = acl, .flags = flags,
                      .ttl = ttl, .want_stat = want_stat};
     return submit(s, op, &r, 0);
+}
+
+uint64_t zkl_op_create_batched(zkl_session *s, const char *path, const char *value, int len,
+                               const struct ACL_vector *acl, int flags, const zkl_route *route)
+{
+#ifdef ZKL_COMPLETION_ZXID
+    zkl_event *op = alloc_op(s, ZKL_OP_CREATE, route); /* corked: the list is not sent first */
+    if (!op)
+        return 0;
+    zkl_request r = {.path = path, .value = value, .len = len, .acl = acl, .flags = flags,
+                     .want_stat = 1, .batch = 1}; /* alone (not batched), a create2 */
+    return submit(s, op, &r, !s->no_cork);
+#else
+    return zkl_op_create(s, path, value, len, acl, flags, 1, route);
+#endif
+}
+
+uint64_t zkl_op_delete_batched(zkl_session *s, const char *path, int version,
+                               const zkl_route *route)
+{
+    zkl_event *op = alloc_op(s, ZKL_OP_DELETE, route);
+    if (!op)
+        return 0;
+    zkl_request r = {.path = path, .version = version, .batch = 1};
+    return submit(s, op, &r, !s->no_cork);
 }
 
 uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route)

@@ -46,6 +46,26 @@ uint64_t zkl_op_create_ttl(zkl_session *s, const char *path, const char *value, 
                            const struct ACL_vector *acl, int flags, int64_t ttl, int want_stat,
                            const zkl_route *route);
 uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route);
+/*
+ * Batched writes: a create (no TTL, no container) or a delete that may go out in one multi
+ * transaction with the batched writes next to it.  A server commits a
+ * multi's ops for far less than as many requests, so a recipe that makes many independent
+ * writes at once (a SetPartitioner's item locks) makes them this way.  They wait in the cork
+ * as the caller's reads do (ops.c) and go out with the list, at most 50 a multi (a lone one
+ * as a plain op).  Each op gets its own result, as if it had been sent alone, with one
+ * difference in order: when a multi fails because of one of its ops, that op gets its error
+ * and the others, which did not run, are sent again one by one, behind whatever the session
+ * sent meanwhile.  So a batched write follows every op made before it, but may follow ops made
+ * after it: only a caller that waits for its result before it depends on it may batch (a
+ * lock does).  A create's event has its czxid: the stat when it went alone, else (has_stat 0)
+ * the event's czxid, the multi's zxid (a multi is one transaction).  A C client that cannot
+ * tell a completion its reply's zxid (ZK_CLIENT=system: no ZKL_COMPLETION_ZXID,
+ * scripts/zookeeper-client-patches/completion-zxid.patch) sends every batched create alone.
+ */
+uint64_t zkl_op_create_batched(zkl_session *s, const char *path, const char *value, int len,
+                               const struct ACL_vector *acl, int flags, const zkl_route *route);
+uint64_t zkl_op_delete_batched(zkl_session *s, const char *path, int version,
+                               const zkl_route *route);
 uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route);
 uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route);
 uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_route *route);

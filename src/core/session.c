@@ -628,6 +628,9 @@ zkl_event *zkl_session_next(zkl_session *s)
         zkl_event *ev = zkl_queue_pop(&s->queue);
         if (ev && ev->kind == ZKL_EV_OP)
             zkl_ops_taken(s, ev);
+        if (ev && ev->kind == ZKL_EV_OP && ev->rc == ZKL_OP_NOT_RUN &&
+            zkl_ops_resend(s, ev))
+            continue; /* a batched write that did not run: it goes again */
         if (!ev && zkl_ops_fail_overdue(s) > 0)
             continue; /* their failures are queued now */
         if (!ev) /* news from the library first: a reconnection may be among it */
@@ -835,6 +838,13 @@ void zkl_session_set_window(zkl_session *s, int window)
 {
     s->window = window >= 1 ? window : 1;
     zkl_ops_flush(s);
+}
+
+void zkl_session_batch_use(const zkl_session *s, long *batches, long *ops, long *resent)
+{
+    *batches = s->batches;
+    *ops = s->batched_ops;
+    *resent = s->batch_resent;
 }
 
 void zkl_session_window_use(const zkl_session *s, long *sent, long *max_sent)

@@ -89,6 +89,9 @@ struct zkl_session {
      * at most window of them; the most there ever were */
     long sent, max_sent;
     int window;
+    /* batched writes (ops.c): the multis sent, the ops they carried, the ops sent again on
+     * their own after their multi failed because of another op */
+    long batches, batched_ops, batch_resent;
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
@@ -106,6 +109,14 @@ void zkl_ops_flush(zkl_session *s);
 /* ops.c: the owner took op's event: its place in the window is free (the next unsent op
  * goes out). */
 void zkl_ops_taken(zkl_session *s, zkl_event *op);
+
+/* ops.c: the rc of a batched write whose multi failed because of another op: it did not run.
+ * No ZooKeeper code is positive.  The owner never delivers such an event: after taking it,
+ * it sends the op again on its own (zkl_ops_resend: 1).  An op whose handle closed meanwhile
+ * (an expiry, a stop) is not sent on the next one: it fails as that handle's other ops did
+ * (0, its rc set), and is delivered. */
+enum { ZKL_OP_NOT_RUN = 1 };
+int zkl_ops_resend(zkl_session *s, zkl_event *op);
 
 /* ops.c: while the session is LOST (a new handle not yet connected), fails with
  * ZCONNECTIONLOSS the unsent ops that waited a session timeout; how many it failed (their

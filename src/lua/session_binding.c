@@ -213,6 +213,18 @@ static int session_window_use(lua_State *L)
     return 2;
 }
 
+/* batch_use() -> multis of batched writes sent, the ops they carried, the ops sent again
+ * alone after another op failed their multi (ops.h) */
+static int session_batch_use(lua_State *L)
+{
+    long batches, ops, resent;
+    zkl_session_batch_use(check_session(L), &batches, &ops, &resent);
+    lua_pushinteger(L, batches);
+    lua_pushinteger(L, ops);
+    lua_pushinteger(L, resent);
+    return 3;
+}
+
 static int session_gave_up_connecting(lua_State *L)
 {
     lua_pushboolean(L, zkl_session_gave_up_connecting(check_session(L)));
@@ -818,6 +830,7 @@ static const luaL_Reg session_methods[] = {
     {"gave_up_connecting", session_gave_up_connecting},
     {"set_window", session_set_window},
     {"window_use", session_window_use},
+    {"batch_use", session_batch_use},
     {"failed_connection_attempts", session_failed_connection_attempts},
     {"last_tls_failure", session_last_tls_failure},
     {"awaits_kdc", session_awaits_kdc},

@@ -48,6 +48,7 @@ struct zkl_lock {
     uint64_t id;
     zkl_lock_kind kind;
     int container_parents; /* a missing path is made of containers */
+    int batch;             /* the node's create and delete are batched writes */
     char *path;        /* the lock's path */
     char *prefix;      /* "<uuid hex>__lock__" */
     char *create_path; /* path + "/" + prefix */
@@ -397,6 +398,9 @@ static uint64_t submit_create(zkl_lock *l)
         l->ensure_op_id = last;
     }
     int flags = l->ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_PERSISTENT_SEQUENTIAL;
+    if (l->batch) /* the listing waits for the create: it would split the batch */
+        return counted(l, zkl_op_create_batched(l->s, l->create_path, l->data, l->data_len,
+                                                &l->acl, flags, &l->route), 0);
     uint64_t id = counted(l, zkl_op_create(l->s, l->create_path, l->data, l->data_len, &l->acl,
                                            flags, 1, &l->route), 0);
     if (id != 0)
@@ -432,7 +436,8 @@ static uint64_t submit_step(zkl_lock *l)
         break;
     case STEP_DELETE:
         if ((p = zkl_join_path(l->path, l->node)) != NULL)
-            id = counted(l, zkl_op_delete(l->s, p, -1, &l->route), 0);
+            id = counted(l, l->batch ? zkl_op_delete_batched(l->s, p, -1, &l->route) :
+                                       zkl_op_delete(l->s, p, -1, &l->route), 0);
         break;
     default:
         return 0;
@@ -466,8 +471,8 @@ static void created(zkl_lock *l, const zkl_event *ev)
         }
         set_string(&l->node, name);
         l->create_tried = 0;
-        l->czxid = ev->stat.czxid;
-        l->has_czxid = ev->has_stat;
+        l->czxid = ev->has_stat ? ev->stat.czxid : ev->czxid; /* (a batched create's) */
+        l->has_czxid = ev->has_stat || ev->czxid > 0;
         if (l->phase == ZKL_LOCK_ABANDONING) {
             go(l, STEP_DELETE);
         } else if (l->has_czxid && check != 0) {
@@ -907,6 +912,11 @@ fail:
 void zkl_lock_container_parents(zkl_lock *l, int on)
 {
     l->container_parents = on != 0;
+}
+
+void zkl_lock_batch_writes(zkl_lock *l, int on)
+{
+    l->batch = on != 0;
 }
 
 int zkl_lock_add_mark(zkl_lock *l, const char *mark)

@@ -750,6 +750,7 @@ int zkl_sp_assign(zkl_set_partitioner *sp, uint64_t attempt, const char *const *
         x->name = name;
         sp->items[sp->item_count++] = x;
         zkl_lock_observe(l, lock_changed, x);
+        zkl_lock_batch_writes(l, 1); /* a share's creates and deletes go out as multis */
         zkl_lock_acquire(l, 1, 1); /* the session's window paces what goes out (ops.c) */
     }
     sp->step = STEP_ACQUIRE;

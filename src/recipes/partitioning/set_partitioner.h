@@ -21,6 +21,9 @@
  * - Items are owned only through their locks: two members never hold one item at once,
  *   whatever their sets or partition functions say.  A lock's fencing token (its node's
  *   czxid) grows with every owner of the item.
+ * - A share's lock nodes are made and deleted as batched writes (ops.h: up to 50 a multi,
+ *   each lock with its own result; spec/batched_writes_spec.lua), so a rebalance that moves
+ *   every item costs the server a fraction of the requests.
  * - No endless ALLOCATING when members disagree (kazoo #392): if, with the party unchanged,
  *   the acquire is still incomplete conflict_timeout after it started and one of its locks
  *   waits behind another contender, the partitioner goes to FAILURE (ZKL_SP_FAILED_CONFLICT,
