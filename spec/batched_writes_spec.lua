@@ -3,6 +3,7 @@
 -- still getting its own result.  Against a real server:
 -- - a share acquires and releases through multis, one node per item, each item's fencing
 --   token the czxid the server gave its node (a multi's creates share its zxid);
+-- - a multi takes a place in the session's window per op, and goes out full;
 -- - a multi failed by one op (lock paths not made yet: NONODE; a lock path no one may create
 --   under: NOAUTH) runs nothing, and its other ops are sent again alone: they get their own
 --   results, the failing item its own error (never RUNTIMEINCONSISTENCY);
@@ -99,6 +100,24 @@ describe("batched writes (a SetPartitioner's item locks)", function()
     local _, stat = admin:get(path .. "/locks/" .. set[5] .. "/" .. nodes[set[5]])
     assert.are.equal(stat.czxid, again:fencing_token(set[5]))
     again:finish()
+    zk:close()
+  end)
+
+  it("a multi takes a place in the window per op: never more than the window at the server",
+     function()
+    local zk = zklua.client{ hosts = server.hosts, max_in_flight = 120 }
+    zk:start()
+    local path = ROOT .. "/window"
+    local set = items(1000)
+    for _, item in ipairs(set) do admin:ensure_path(path .. "/locks/" .. item) end
+    local qp = zk:SetPartitioner{ path = path, set = set, identifier = "m1", time_boundary = 0.05 }
+    pump(qp, function() return qp.acquired end, 60, "the acquire")
+    qp:finish()
+    local use = batch_use(zk)
+    local _, most = zk._session:window_use()
+    assert.is_true(use.ops >= 2 * #set, "the creates and deletes were not batched")
+    assert.is_true(use.batches <= 2 * #set / 40, "the multis were small: " .. use.batches)
+    assert.are.equal(120, most)
     zk:close()
   end)
 

@@ -43,7 +43,8 @@
  *
  * Batched writes (ops.h): they wait in the cork like the caller's reads, and when the list is
  * sent, a run of them next to each other goes out as one multi of at most BATCH_MAX, which
- * takes one place in the window.  The multi's answer is split into each op's own event.  A
+ * takes a place in the window for each of its ops (all freed when its last op is taken: the
+ * next multi is as big), so a session never has more than window ops at the server.  The multi's answer is split into each op's own event.  A
  * multi that fails because of one op ran nothing: that op gets its error, and the others,
  * which did not run, come back marked ZKL_OP_NOT_RUN; the owner takes them and sends each
  * again on its own (zkl_ops_resend), so a failing write costs its neighbours one more trip
@@ -108,8 +109,8 @@ void zkl_ops_taken(zkl_session *s, zkl_event *op)
 {
     if (!op->windowed)
         return;
+    s->sent -= op->windowed;
     op->windowed = 0;
-    s->sent--;
     if (s->unsent_head)
         zkl_ops_flush(s);
 }
@@ -626,10 +627,10 @@ static size_t path_room(const zkl_event *op)
 static void send_batch(zkl_session *s, zkl_event *first)
 {
     zkl_event *ops[BATCH_MAX];
-    int n = 0;
+    int n = 0, most = s->window - s->sent < BATCH_MAX ? (int)(s->window - s->sent) : BATCH_MAX;
     size_t bytes = request_bytes(first, first->request), room = path_room(first);
     ops[n++] = first;
-    while (n < BATCH_MAX && is_batched(s->unsent_head)) {
+    while (n < most && is_batched(s->unsent_head)) {
         size_t more = request_bytes(s->unsent_head, s->unsent_head->request);
         if (bytes + more > ZKL_MAX_PACKET / 2)
             break;
@@ -659,7 +660,7 @@ static void send_batch(zkl_session *s, zkl_event *first)
     b->count = n;
     zkl_event *last = ops[n - 1];
     last->batch = b;
-    last->windowed = 1; /* the multi's place in the window, freed when last is taken */
+    last->windowed = n; /* the multi's places in the window, freed when last is taken */
     int rc = zoo_amulti(s->zh, n, b->zops, b->results, on_batch, b);
     if (rc != ZOK) { /* refused: no callback will come */
         last->windowed = 0;
@@ -669,10 +670,24 @@ static void send_batch(zkl_session *s, zkl_event *first)
             submitted(s, ops[i], rc);
         return;
     }
-    if (++s->sent > s->max_sent)
+    if ((s->sent += n) > s->max_sent)
         s->max_sent = s->sent;
     s->batches++;
     s->batched_ops += n;
+}
+
+/* Whether the run of batched writes at the head of the unsent list waits for room: the window
+ * has room for fewer of them than one full multi would carry, and ops in flight will free more
+ * (without this, single answers freeing single places would send the run one op at a time). */
+static int run_waits(const zkl_session *s)
+{
+    long room = s->window - s->sent;
+    if (room >= BATCH_MAX || s->sent == 0)
+        return 0;
+    long run = 0;
+    for (const zkl_event *op = s->unsent_head; is_batched(op) && run <= room; op = op->unsent_next)
+        run++;
+    return run > room;
 }
 
 void zkl_ops_flush(zkl_session *s)
@@ -681,7 +696,7 @@ void zkl_ops_flush(zkl_session *s)
         return; /* nothing waits, or it waits for the connection */
     while (s->unsent_head) {
         int rc = handle_rc(s);
-        if (rc == ZOK && s->sent >= s->window)
+        if (rc == ZOK && (s->sent >= s->window || run_waits(s)))
             return; /* the rest go out as answers are taken (zkl_ops_taken) */
         zkl_event *op = pop_unsent(s);
         if (rc == ZOK && is_batched(op) && is_batched(s->unsent_head)) {
