@@ -62,7 +62,7 @@ SAN_QUICK := spec/crud_spec.lua spec/async_spec.lua spec/bad_input_spec.lua spec
              spec/lock_spec.lua spec/session_spec.lua spec/connection_retry_spec.lua \
              spec/counter_backoff_spec.lua spec/waker_spec.lua spec/service_discovery_spec.lua \
              spec/persistent_node_spec.lua spec/curator_semaphore_spec.lua spec/window_spec.lua \
-             spec/sasl_spec.lua
+             spec/sasl_spec.lua spec/batched_writes_spec.lua
 
 .PHONY: all luajit install install-nginx clean test test-loaded test-lua54 test-luajit demo bench deps lint asan asan-quick \
         valgrind soak docs chaos test-fast test-scale test-repeat test-partition kazoo-parity curator-parity fuzz-long \

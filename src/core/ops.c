@@ -484,6 +484,19 @@ static void bound_the_wait(zkl_session *s)
     s->unsent_timer = zkl_session_add_timer(s, left > 0 ? (long)left + 1 : 1, &wake);
 }
 
+/* Takes the oldest unsent op off the list (stamped with the handle it goes to, if any). */
+static zkl_event *pop_unsent(zkl_session *s)
+{
+    zkl_event *op = s->unsent_head;
+    s->unsent_head = op->unsent_next;
+    op->unsent_next = NULL;
+    s->unsent_count--;
+    if (!s->unsent_head)
+        s->unsent_tail = NULL;
+    op->generation = s->generation;
+    return op;
+}
+
 int zkl_ops_fail_overdue(zkl_session *s)
 {
     if (s->state != ZKL_LOST || s->stopped)
@@ -491,13 +504,7 @@ int zkl_ops_fail_overdue(zkl_session *s)
     long long now = zkl_monotonic_ms();
     int failed = 0;
     while (s->unsent_head && s->unsent_head->request->since_ms + s->timeout_ms <= now) {
-        zkl_event *op = s->unsent_head;
-        s->unsent_head = op->unsent_next;
-        op->unsent_next = NULL;
-        s->unsent_count--;
-        if (!s->unsent_head)
-            s->unsent_tail = NULL;
-        submitted(s, op, ZCONNECTIONLOSS);
+        submitted(s, pop_unsent(s), ZCONNECTIONLOSS);
         failed++;
     }
     bound_the_wait(s);
@@ -597,18 +604,6 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
     if (s->unsent_count >= CORK_MAX)
         zkl_ops_flush(s);
     return id;
-}
-
-static zkl_event *pop_unsent(zkl_session *s)
-{
-    zkl_event *op = s->unsent_head;
-    s->unsent_head = op->unsent_next;
-    op->unsent_next = NULL;
-    s->unsent_count--;
-    if (!s->unsent_head)
-        s->unsent_tail = NULL;
-    op->generation = s->generation;
-    return op;
 }
 
 static int is_batched(const zkl_event *op)
