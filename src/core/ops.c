@@ -332,7 +332,11 @@ static void on_batch(int rc, const void *data)
     zkl_batch *b = (zkl_batch *)data;
     int n = b->count, rcs[BATCH_MAX];
     zkl_event *ops[BATCH_MAX] = {0};
+#ifdef ZKL_COMPLETION_ZXID
     int64_t zxid = rc == ZOK ? zoo_completion_zxid() : 0;
+#else
+    int64_t zxid = 0; /* (no batched creates: zkl_op_create_batched) */
+#endif
     for (int i = 0; i < n; i++) {
         zkl_event *op = ops[i] = b->ops[i];
         const zoo_op_result_t *res = &b->results[i];
