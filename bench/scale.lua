@@ -462,8 +462,9 @@ end
 local SP_EVENTS = { "build", "leave", "join", "crash" }
 
 -- The server's write rate with many writes in flight (bench/write_rate.lua, as many items as
--- the section's largest point, 10 sessions): the floor under a leave or a join, each of which
--- releases and acquires every item (kazoo's protocol), a delete and a create per item.
+-- the section's largest point, 10 sessions, one write a request): what a leave or a join,
+-- each of which releases and acquires every item (kazoo's protocol), a delete and a create
+-- per item, would take the server without batched writes (zklua's members send multis).
 local function measure_write_rate(s, server)
   local most = 0
   for _, mi in ipairs(GRID.sp) do most = math.max(most, mi[2]) end
@@ -1032,10 +1033,11 @@ local function targets()
     local k = sps.points[spkey(30, i2)].runs.kazoo
     local floor = ""
     local wr = sps.write_rate
-    if wr then -- every item released (a delete) and acquired (a create): the server's floor
-      floor = string.format("; the floor at this server's write rate: %s deletes and %s " ..
-                            "creates take %.1f s", fmt_n(i2), fmt_n(i2),
-                            i2 / wr.deletes + i2 / wr.creates)
+    if wr then -- every item released (a delete) and acquired (a create), plus a listing
+      floor = string.format("; one write a request, %s deletes and %s creates would take " ..
+                            "this server %.1f s: zklua sends them in multis of 50, and each " ..
+                            "item's lock still lists its contenders (a read an item, kazoo's " ..
+                            "protocol)", fmt_n(i2), fmt_n(i2), i2 / wr.deletes + i2 / wr.creates)
     end
     row(l and j and l <= 5 and j <= 5 or false, "SetPartitioner 30 × " .. fmt_n(i2) .. ":",
         string.format("leave/join ≤ 5 s: leave %s, join %s (kazoo: leave %s, join %s)%s",
