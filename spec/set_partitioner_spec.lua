@@ -425,6 +425,34 @@ describe("SetPartitioner", function()
       zk2:close()
     end)
 
+    it("waits out a slow releaser: conflict_timeout counts from the last lock it got", function()
+      -- Another contender (plain Locks on the items' lock nodes, as a member still releasing a
+      -- big share would hold them) lets the items go one by one, the whole taking twice
+      -- conflict_timeout; every window sees some of them come free, so this is no conflict.
+      local zk2 = helpers.client(server.hosts)
+      local set = items(24)
+      local held = {}
+      for i, item in ipairs(set) do
+        held[i] = zk2:Lock(path .. "/locks/" .. item, "slow")
+        assert.is_true(held[i]:acquire())
+      end
+      local a = member(zk, set, { identifier = "A", conflict_timeout = 3 })
+      local start, next_free = core.monotonic(), 1
+      pump({ a }, function()
+        while next_free <= #set and core.monotonic() - start >= next_free * 0.25 do
+          held[next_free]:release()
+          next_free = next_free + 1
+        end
+        return a.acquired or a.failed
+      end, 60, "a to acquire or fail")
+      assert.is_nil(a.error)
+      assert.is_true(a.acquired)
+      assert.are.same(set, helpers.sorted(a:list()))
+      assert.is_true(core.monotonic() - start > 3, "the releases outlasted one window")
+      a:finish()
+      zk2:close()
+    end)
+
     it("names a duplicate identifier as the cause of a conflict", function()
       local zk2 = helpers.client(server.hosts)
       local a = member(zk, items(2), { identifier = "dup", conflict_timeout = 1 })

@@ -80,6 +80,7 @@ struct zkl_set_partitioner {
     sp_lock **items; /* the current attempt's items (held ones while ACQUIRED/RELEASE) */
     int item_count;
     int counted;     /* items held (ACQUIRE) or still held (RELEASE): counts() */
+    int window_counted; /* counted when the conflict window started (ACQUIRE) */
     sp_list busy;    /* locks let go, still deleting their node or withdrawing */
     sp_list idle;    /* locks let go and done: freed at the next safe point */
 
@@ -466,10 +467,21 @@ static void settled(zkl_set_partitioner *sp)
     notify(sp, ZKL_SP_NOTIFY_PARTITION);
 }
 
+/* A conflict window: conflict_timeout from now, or from the next lock held. */
+static void start_conflict_window(zkl_set_partitioner *sp)
+{
+    sp->window_counted = sp->counted;
+    sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+}
+
 static void conflict_check(zkl_set_partitioner *sp)
 {
     if (sp->state != ZKL_SP_ALLOCATING || sp->step != STEP_ACQUIRE || !connected(sp))
         return; /* disconnected: CONNECTED starts a new window */
+    if (sp->counted > sp->window_counted) { /* locks came free meanwhile: a slow releaser */
+        start_conflict_window(sp);
+        return;
+    }
     for (int i = 0; i < sp->item_count; i++) {
         const char *blocker = zkl_lock_blocker(sp->items[i]->lock);
         if (blocker) {
@@ -481,8 +493,7 @@ static void conflict_check(zkl_set_partitioner *sp)
             return;
         }
     }
-    /* slow, not blocked: give it another window */
-    sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+    start_conflict_window(sp); /* slow, not blocked: give it another window */
 }
 
 static void on_timer(zkl_set_partitioner *sp, const zkl_event *ev)
@@ -602,7 +613,7 @@ static void on_state(zkl_session *s, zkl_state state, void *ctx)
         if (sp->parked)
             go(sp, sp->step);
         else if (sp->step == STEP_ACQUIRE && sp->conflict_timer_id == 0)
-            sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+            start_conflict_window(sp);
     } else if (state == ZKL_SUSPENDED) {
         stop_timer(sp, &sp->conflict_timer_id); /* a new window once reconnected */
         if (sp->state == ZKL_SP_ACQUIRED) { /* ownership can no longer be vouched for */
@@ -755,7 +766,7 @@ int zkl_sp_assign(zkl_set_partitioner *sp, uint64_t attempt, const char *const *
     }
     sp->step = STEP_ACQUIRE;
     if (connected(sp))
-        sp->conflict_timer_id = start_timer(sp, sp->conflict_timeout_ms);
+        start_conflict_window(sp);
     check_acquired(sp, NULL); /* an empty share is acquired at once */
     return 1;
 no_memory:

@@ -25,10 +25,12 @@
  *   each lock with its own result; spec/batched_writes_spec.lua), so a rebalance that moves
  *   every item costs the server a fraction of the requests.
  * - No endless ALLOCATING when members disagree (kazoo #392): if, with the party unchanged,
- *   the acquire is still incomplete conflict_timeout after it started and one of its locks
- *   waits behind another contender, the partitioner goes to FAILURE (ZKL_SP_FAILED_CONFLICT,
- *   naming the item and the contender's node) after releasing what it holds and leaving the
- *   party, so that the others re-divide the set without it.
+ *   the acquire got no new lock in a whole window of conflict_timeout (the first starts with
+ *   the acquire, each next one as the last ends: a member still releasing a big share frees
+ *   some locks every window, it is slow, not in conflict) and one of its locks waits behind
+ *   another contender, the partitioner goes to FAILURE
+ *   (ZKL_SP_FAILED_CONFLICT, naming the item and the contender's node) after releasing what
+ *   it holds and leaving the party, so that the others re-divide the set without it.
  * - A changed set (zkl_sp_set_changed) is handled like a party change (kazoo #386).
  * - SUSPENDED (connection lost, session alive or not): ACQUIRED -> RELEASE at once, as kazoo.
  *   The client cannot know how long the server still counts its session alive (a follower cut

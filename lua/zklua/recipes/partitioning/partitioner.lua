@@ -302,9 +302,9 @@ function failure_error(self)
     local reason = holder == string.format("member %q", self.identifier)
       and "another member uses the same identifier"
       or "the members disagree on the set or on partition_func (kazoo #392)"
-    return errors.LockTimeout(string.format("item %q is still held by %s %s s after this " ..
-      "member (%q) started acquiring its share: %s", name, holder,
-      tostring(self.conflict_timeout), self.identifier, reason), join(self._lock_path, name),
+    return errors.LockTimeout(string.format("item %q is still held by %s, and no lock of this " ..
+      "member's (%q) share came free for %s s: %s", name, holder, self.identifier,
+      tostring(self.conflict_timeout), reason), join(self._lock_path, name),
       { item = (self._owned or self._names)[name] or name, holder = holder, blocker = blocker })
   end
   return nil -- finished (or the partition error, set already)
