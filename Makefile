@@ -15,7 +15,7 @@ ZKL_CFLAGS := -std=c11 -D_GNU_SOURCE -DTHREADED -Wall -Wextra -Werror -fPIC
 #   ZK_CLIENT=system: the installed libzookeeper-mt (luarocks, other distributions), with TLS
 #     and SASL when that library has them (scripts/zookeeper-client-features checks by linking).
 # ZK_CPPFLAGS then defines ZKL_HAVE_TLS / ZKL_HAVE_SASL / ZKL_HAVE_TLS_SASL, and for the source
-# build ZKL_SET_WATCHES_IN_BATCHES, ZKL_HAVE_CONNECT_HOOK and ZKL_COMPLETION_ZXID (its patches:
+# build ZKL_SET_WATCHES_IN_BATCHES, ZKL_HAVE_CONNECT_HOOK, ZKL_COMPLETION_ZXID and ZKL_MULTI_READ (its patches:
 # scripts/zookeeper-client-patches) (features.h)
 # and ZKL_HAVE_KRB5 (libkrb5: SASL GSSAPI's principal is checked, src/core/kerberos.c; and
 # libgssapi_krb5: its tickets are fetched before the connection, src/core/kerberos_tickets.c).
@@ -25,7 +25,7 @@ ZK_DIR      := build/zookeeper-client
 ZK_DEP      := $(ZK_DIR)/stamp
 ZK_FEATURES := -I$(ZK_DIR)/include -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H -DZKL_HAVE_TLS \
                -DZKL_HAVE_SASL -DZKL_HAVE_TLS_SASL -DZKL_SET_WATCHES_IN_BATCHES -DZKL_HAVE_KRB5 \
-               -DZKL_HAVE_CONNECT_HOOK -DZKL_COMPLETION_ZXID
+               -DZKL_HAVE_CONNECT_HOOK -DZKL_COMPLETION_ZXID -DZKL_MULTI_READ
 ZK_CPPFLAGS := $(ZK_FEATURES) -DZKL_ZK_BUILD='"Debian source package"'
 ZK_LIBS     := $(ZK_DIR)/lib/libzookeeper_mt.a -lssl -lcrypto -lsasl2 -lgssapi_krb5 -lkrb5 -lrt
 else ifeq ($(ZK_CLIENT),system)

@@ -1,12 +1,16 @@
--- Batched writes (src/core/ops.c, ops.h) as their user, the SetPartitioner, makes them: a
--- share's item lock creates and deletes go out as multi transactions of up to 50, each op
--- still getting its own result.  Against a real server:
+-- Batched writes and listings (src/core/ops.c, ops.h) as their user, the SetPartitioner,
+-- makes them: a share's item lock creates and deletes go out as multi transactions of up to
+-- 50, the locks' listings as multiReads of up to 50, each op still getting its own result.
+-- Against a real server:
 -- - a share acquires and releases through multis, one node per item, each item's fencing
 --   token the czxid the server gave its node (a multi's creates share its zxid);
 -- - a multi takes a place in the session's window per op, and goes out full;
 -- - a multi failed by one op (lock paths not made yet: NONODE; a lock path no one may create
 --   under: NOAUTH) runs nothing, and its other ops are sent again alone: they get their own
 --   results, the failing item its own error (never RUNTIMEINCONSISTENCY);
+-- - a server that does not know multiRead (the proxy turns it into an opcode the server does
+--   not know, as a 3.5 server does not know it): its refusal fails only the first multiRead,
+--   whose listings, and every later one, go alone;
 -- - a multi whose reply is lost with its connection: every lock finds its node by name on
 --   the next connection, none is made twice.
 local zklua = require "zklua"
@@ -34,8 +38,9 @@ local function pump(qp, done, timeout, what)
 end
 
 local function batch_use(zk)
-  local batches, ops, resent = zk._session:batch_use()
-  return { batches = batches, ops = ops, resent = resent }
+  local batches, ops, resent, read_batches, read_ops = zk._session:batch_use()
+  return { batches = batches, ops = ops, resent = resent, read_batches = read_batches,
+           read_ops = read_ops }
 end
 
 describe("batched writes (a SetPartitioner's item locks)", function()
@@ -96,6 +101,10 @@ describe("batched writes (a SetPartitioner's item locks)", function()
     assert.is_true(second.ops - released.ops >= ITEMS, "the creates were not batched")
     assert.is_true(second.batches - released.batches <= 2 * ITEMS / 50 + 2,
                    "the creates went in small multis")
+    -- each lock lists its contenders once its node is made: those listings go in multiReads
+    assert.is_true(second.read_ops - released.read_ops >= ITEMS, "the listings were not batched")
+    assert.is_true(second.read_batches - released.read_batches <= 2 * ITEMS / 50 + 2,
+                   "the listings went in small multiReads")
     nodes = one_node_each(path, set)
     local _, stat = admin:get(path .. "/locks/" .. set[5] .. "/" .. nodes[set[5]])
     assert.are.equal(stat.czxid, again:fencing_token(set[5]))
@@ -117,7 +126,10 @@ describe("batched writes (a SetPartitioner's item locks)", function()
     local _, most = zk._session:window_use()
     assert.is_true(use.ops >= 2 * #set, "the creates and deletes were not batched")
     assert.is_true(use.batches <= 2 * #set / 40, "the multis were small: " .. use.batches)
-    assert.are.equal(120, most)
+    assert.is_true(use.read_ops >= #set, "the listings were not batched")
+    assert.is_true(use.read_batches <= #set / 25, "the multiReads were small: " .. use.read_batches)
+    -- the window was the bound: two full multis at once, never more than 120 ops
+    assert.is_true(most >= 100 and most <= 120, "at most " .. most .. " ops at once")
     zk:close()
   end)
 
@@ -148,6 +160,41 @@ describe("batched writes (a SetPartitioner's item locks)", function()
       assert.are.same({}, admin:get_children(path .. "/locks/" .. item), item)
     end
     zk:close()
+  end)
+
+  it("a server that does not know multiRead (older than 3.6): its refusal's listings and " ..
+     "the later ones go alone", function()
+    local path = ROOT .. "/old-server"
+    local set = items(300)
+    for _, item in ipairs(set) do admin:ensure_path(path .. "/locks/" .. item) end
+    local proxy = testing.proxy(server:node(1))
+    -- every multiRead reaches the server as a request it does not know, as a 3.5 server does
+    -- not know multiRead: it answers ZUNIMPLEMENTED and closes the connection
+    proxy:rewrite(22, 99)
+    local zk = zklua.client{ hosts = proxy.hosts, timeout = 4 }
+    zk:start()
+    local states = {}
+    zk:add_listener(function(state) states[#states + 1] = state end)
+    local qp = zk:SetPartitioner{ path = path, set = set, identifier = "m1", time_boundary = 0.05 }
+    pump(qp, function() return qp.acquired end, 60, "the acquire")
+    local first = batch_use(zk)
+    -- the multiReads in flight when the refusal came (the first refused, the others lost with
+    -- the connection), and none after it
+    assert.is_true(first.read_batches >= 1 and first.read_batches <= #set / 50,
+                   first.read_batches .. " multiReads")
+    assert.is_true(first.resent >= 2, "the refused listings were not sent again")
+    assert.are.equal("SUSPENDED", states[1]) -- the refusal closed the connection
+    assert.are.equal(#set, #qp:list())
+    one_node_each(path, set)
+    qp:finish()
+    local again = zk:SetPartitioner{ path = path, set = set, identifier = "m1",
+                                     time_boundary = 0.05 }
+    pump(again, function() return again.acquired end, 60, "the second acquire")
+    assert.are.equal(first.read_batches, batch_use(zk).read_batches)
+    assert.are.equal(#set, #again:list())
+    again:finish()
+    zk:close()
+    proxy:stop()
   end)
 
   it("a multi whose reply is lost with its connection: every lock finds its node, none is " ..

@@ -81,8 +81,8 @@ typedef struct zkl_request {
     int version, flags, want_stat, watch;
     int64_t ttl; /* a create's, ms; 0: none */
     long long since_ms; /* CLOCK_MONOTONIC ms when it began to wait (ops.c) */
-    int batch;          /* a batched write (ops.c): may go out in one multi with its
-                           neighbours */
+    int batch;          /* a batched write or read (ops.c): may go out in one multi with
+                           its neighbours of the same kind */
     const struct ACL_vector *acl;
     const char *joining, *leaving, *members; /* a reconfig's (NULL: none) */
     int64_t from_config;
@@ -106,6 +106,7 @@ typedef struct zkl_event {
     int rc;              /* ZOK or a ZooKeeper error code */
     int internal;        /* submitted by the core itself: not delivered */
     int windowed;        /* handed to the library: counted in the session's window (ops.c) */
+    int in_multi_read;   /* a batched listing that went in a multiRead (ops.c) */
     zkl_route route;     /* route.fn set: delivered to C (route.h), not to the caller */
     int watch_requested; /* the op asked for a watch */
     int watch_registered;/* ... and the library registered it (it will fire or be dropped) */

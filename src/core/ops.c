@@ -44,12 +44,22 @@
  * Batched writes (ops.h): they wait in the cork like the caller's reads, and when the list is
  * sent, a run of them next to each other goes out as one multi of at most BATCH_MAX, which
  * takes a place in the window for each of its ops (all freed when its last op is taken: the
- * next multi is as big), so a session never has more than window ops at the server.  The multi's answer is split into each op's own event.  A
- * multi that fails because of one op ran nothing: that op gets its error, and the others,
- * which did not run, come back marked ZKL_OP_NOT_RUN; the owner takes them and sends each
- * again on its own (zkl_ops_resend), so a failing write costs its neighbours one more trip
- * and never their result.  The multi's buffers are one block that its last op owns until
- * the answer comes (when the library drops the request, the event frees it).
+ * next multi is as big), so a session never has more than window ops at the server.  The
+ * multi's answer is split into each op's own event.  A multi that fails because of one op
+ * ran nothing: that op gets its error, and the others, which did not run, come back marked
+ * ZKL_OP_NOT_RUN; the owner takes them and sends each again on its own (zkl_ops_resend), so
+ * a failing write costs its neighbours one more trip and never their result.  The multi's
+ * buffers are one block that its last op owns until the answer comes (when the library
+ * drops the request, the event frees it).
+ *
+ * Batched listings go the same way as one multiRead (the library copies their paths), each
+ * answered on its own.  A server older than 3.6 does not know multiRead: it answers
+ * ZUNIMPLEMENTED at once, ahead of the requests sent before it, and closes the connection,
+ * and the library takes a reply out of order for a broken connection (every op it holds
+ * fails, as ConnectionLoss: finish).  So on each connection the first multiRead goes when
+ * nothing else is in flight (run_waits): a refusal then comes in order and fails only its
+ * listings, which are sent again alone, as every later one of the session (zkl_ops_resend);
+ * once one is answered, the others go as they come.
  */
 #include "ops.h"
 #include "path.h"
@@ -73,6 +83,9 @@ enum { CORK_MAX = 1024 };
  * 77.3k, in multis of 50 (bench/write_rate.lua with MULTI=50, beside two CPU hogs).  A multi
  * also stays under half the packet limit (ZKL_MAX_PACKET). */
 enum { BATCH_MAX = 50 };
+
+/* zkl_request.batch: a batched write (a multi) or a batched listing (a multiRead). */
+enum { BATCH_WRITE = 1, BATCH_READ = 2 };
 
 static zkl_event *alloc_op(zkl_session *s, zkl_op_type type, const zkl_route *route)
 {
@@ -107,6 +120,9 @@ static int hand_over(zkl_session *s, zkl_event *op, const zkl_request *r)
 
 void zkl_ops_taken(zkl_session *s, zkl_event *op)
 {
+    if (op->in_multi_read && s->multi_read == 0 &&
+        (op->rc == ZOK || op->rc == ZNONODE || op->rc == ZNOAUTH))
+        s->multi_read = 1; /* the server answered it: multiReads go as they come */
     if (!op->windowed)
         return;
     s->sent -= op->windowed;
@@ -164,15 +180,18 @@ static int handle_rc(const zkl_session *s)
 enum { ZKL_SERVER_UNKNOWN_SESSION = -12 };
 
 /* libzookeeper fails the ops it holds with ZOPERATIONTIMEOUT when it gives a connection up
- * for silence (its read timeout): that is a lost connection, kazoo's ConnectionLoss, and no
- * server sends the code. */
+ * for silence (its read timeout), and with ZRUNTIMEINCONSISTENCY when a reply comes out of
+ * order (a server answers a request it does not know at once, ahead of the ones sent before
+ * it, and closes the connection): each is a lost connection, kazoo's ConnectionLoss.  No
+ * server sends the first code, nor the second for a single op or as a multi's own result
+ * (a multi's rolled-back ops carry it: on_batch reads those first). */
 static void finish(zkl_event *op, int rc)
 {
     if (rc == ZCLOSING)
         rc = atomic_load(&op->session->closing_rc);
     else if (rc == ZKL_SERVER_UNKNOWN_SESSION)
         rc = ZSESSIONEXPIRED;
-    else if (rc == ZOPERATIONTIMEOUT)
+    else if (rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY)
         rc = ZCONNECTIONLOSS;
     op->rc = rc;
     zkl_queue_complete(&op->session->queue, op);
@@ -341,7 +360,9 @@ static void on_batch(int rc, const void *data)
         zkl_event *op = ops[i] = b->ops[i];
         const zoo_op_result_t *res = &b->results[i];
         rcs[i] = res->err;
-        if (rc != ZOK && (res->err == ZOK || res->err == ZRUNTIMEINCONSISTENCY))
+        if (rc == ZRUNTIMEINCONSISTENCY) /* the connection broke (finish): it may have run */
+            rcs[i] = ZCONNECTIONLOSS;
+        else if (rc != ZOK && (res->err == ZOK || res->err == ZRUNTIMEINCONSISTENCY))
             rcs[i] = ZKL_OP_NOT_RUN;
         else if (res->err == ZOK && op->op == ZKL_OP_CREATE) {
             op->czxid = zxid > 0 ? zxid : 0;
@@ -353,6 +374,28 @@ static void on_batch(int rc, const void *data)
     for (int i = 0; i < n; i++)
         finish(ops[i], rcs[i]);
 }
+
+#ifdef ZKL_MULTI_READ
+/* A batched listing's answer (a multiRead's read: no stat, no watch).  A server older than
+ * 3.6 refuses a multiRead (ZUNIMPLEMENTED): the read did not run, and the owner sends it
+ * again on its own (see the top). */
+static void on_batched_strings(int rc, const struct String_vector *strings, const void *data)
+{
+    zkl_event *op = (zkl_event *)data;
+    if (rc == ZOK)
+        rc = copy_strings(op, strings);
+    else if (rc == ZUNIMPLEMENTED)
+        rc = ZKL_OP_NOT_RUN;
+    finish(op, rc);
+}
+
+/* A multiRead's end: each read got its own answer (on_batched_strings) already. */
+static void on_read_batch(int rc, const void *data)
+{
+    (void)rc;
+    (void)data;
+}
+#endif
 
 /* A one-shot watch fired.  Session events also reach per-op watchers: the global watcher
  * already reports those. */
@@ -610,9 +653,14 @@ static uint64_t submit(zkl_session *s, zkl_event *op, const zkl_request *r, int 
     return id;
 }
 
-static int is_batched(const zkl_event *op)
+/* Whether op is a batched op of kind (any kind: 0) that may go out batched now. */
+static int is_batched(const zkl_session *s, const zkl_event *op, int kind)
 {
-    return op && op->request && op->request->batch;
+    if (!op || !op->request || !op->request->batch)
+        return 0;
+    if (op->request->batch == BATCH_READ && s->multi_read < 0)
+        return 0;
+    return kind == 0 || op->request->batch == kind;
 }
 
 /* The room a create's path buffer needs: the path and a sequence suffix. */
@@ -621,15 +669,54 @@ static size_t path_room(const zkl_event *op)
     return op->op == ZKL_OP_CREATE ? strlen(op->request->path) + 16 : 0;
 }
 
-/* Sends first and the batched writes right behind it in the unsent list as one multi (see the
+/* A multi of n ops was handed to the library: it holds n places in the window, freed when its
+ * last op (ops[n - 1]->windowed = n, set before the call) is taken. */
+static void batch_sent(zkl_session *s, int n, int kind)
+{
+    if ((s->sent += n) > s->max_sent)
+        s->max_sent = s->sent;
+    if (kind == BATCH_READ) {
+        s->read_batches++;
+        s->read_batched_ops += n;
+    } else {
+        s->batches++;
+        s->batched_ops += n;
+    }
+}
+
+#ifdef ZKL_MULTI_READ
+/* Sends n batched listings as one multiRead (the library copies the paths during the call). */
+static void send_read_batch(zkl_session *s, zkl_event **ops, int n)
+{
+    const char *paths[BATCH_MAX];
+    const void *datas[BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        paths[i] = ops[i]->request->path;
+        datas[i] = ops[i];
+        ops[i]->in_multi_read = 1;
+    }
+    ops[n - 1]->windowed = n;
+    int rc = zoo_amulti_children(s->zh, n, paths, on_batched_strings, datas, on_read_batch, NULL);
+    if (rc != ZOK) { /* refused: no callback will come */
+        ops[n - 1]->windowed = 0;
+        for (int i = 0; i < n; i++)
+            submitted(s, ops[i], rc);
+        return;
+    }
+    batch_sent(s, n, BATCH_READ);
+}
+#endif
+
+/* Sends first and the batched ops of its kind right behind it in the unsent list as one multi (see the
  * top of this file). */
 static void send_batch(zkl_session *s, zkl_event *first)
 {
     zkl_event *ops[BATCH_MAX];
+    int kind = first->request->batch;
     int n = 0, most = s->window - s->sent < BATCH_MAX ? (int)(s->window - s->sent) : BATCH_MAX;
     size_t bytes = request_bytes(first, first->request), room = path_room(first);
     ops[n++] = first;
-    while (n < most && is_batched(s->unsent_head)) {
+    while (n < most && is_batched(s, s->unsent_head, kind)) {
         size_t more = request_bytes(s->unsent_head, s->unsent_head->request);
         if (bytes + more > ZKL_MAX_PACKET / 2)
             break;
@@ -637,6 +724,12 @@ static void send_batch(zkl_session *s, zkl_event *first)
         room += path_room(s->unsent_head);
         ops[n++] = pop_unsent(s);
     }
+#ifdef ZKL_MULTI_READ
+    if (kind == BATCH_READ && n > 1) {
+        send_read_batch(s, ops, n);
+        return;
+    }
+#endif
     zkl_batch *b = n > 1 ? calloc(1, sizeof *b + room) : NULL;
     if (!b) { /* alone (or out of memory): each its own request */
         for (int i = 0; i < n; i++)
@@ -659,7 +752,7 @@ static void send_batch(zkl_session *s, zkl_event *first)
     b->count = n;
     zkl_event *last = ops[n - 1];
     last->batch = b;
-    last->windowed = n; /* the multi's places in the window, freed when last is taken */
+    last->windowed = n;
     int rc = zoo_amulti(s->zh, n, b->zops, b->results, on_batch, b);
     if (rc != ZOK) { /* refused: no callback will come */
         last->windowed = 0;
@@ -669,10 +762,7 @@ static void send_batch(zkl_session *s, zkl_event *first)
             submitted(s, ops[i], rc);
         return;
     }
-    if ((s->sent += n) > s->max_sent)
-        s->max_sent = s->sent;
-    s->batches++;
-    s->batched_ops += n;
+    batch_sent(s, n, BATCH_WRITE);
 }
 
 /* Whether the run of batched writes at the head of the unsent list waits for room: the window
@@ -680,11 +770,18 @@ static void send_batch(zkl_session *s, zkl_event *first)
  * (without this, single answers freeing single places would send the run one op at a time). */
 static int run_waits(const zkl_session *s)
 {
+    const zkl_event *head = s->unsent_head;
+    int kind = head->request ? head->request->batch : 0;
+    if (!is_batched(s, head, kind) || !is_batched(s, head->unsent_next, kind))
+        return 0; /* not a run: it goes alone */
+    if (kind == BATCH_READ && s->multi_read == 0 && s->sent > 0)
+        return 1; /* the connection's first multiRead goes alone at the server (see the top) */
     long room = s->window - s->sent;
     if (room >= BATCH_MAX || s->sent == 0)
         return 0;
     long run = 0;
-    for (const zkl_event *op = s->unsent_head; is_batched(op) && run <= room; op = op->unsent_next)
+    for (const zkl_event *op = head; is_batched(s, op, kind) && run <= room;
+         op = op->unsent_next)
         run++;
     return run > room;
 }
@@ -698,7 +795,8 @@ void zkl_ops_flush(zkl_session *s)
         if (rc == ZOK && (s->sent >= s->window || run_waits(s)))
             return; /* the rest go out as answers are taken (zkl_ops_taken) */
         zkl_event *op = pop_unsent(s);
-        if (rc == ZOK && is_batched(op) && is_batched(s->unsent_head)) {
+        if (rc == ZOK && is_batched(s, op, 0) &&
+            is_batched(s, s->unsent_head, op->request->batch)) {
             send_batch(s, op);
             continue;
         }
@@ -716,6 +814,8 @@ int zkl_ops_resend(zkl_session *s, zkl_event *op)
         return 0;
     }
     op->rc = ZOK;
+    if (op->request->batch == BATCH_READ)
+        s->multi_read = -1; /* the server refused a multiRead: older than 3.6 */
     op->request->batch = 0; /* alone this time: it runs whatever its neighbours do */
     s->batch_resent++;
     zkl_queue_track(&s->queue, op);
@@ -791,7 +891,7 @@ uint64_t zkl_op_create_batched(zkl_session *s, const char *path, const char *val
     if (!op)
         return 0;
     zkl_request r = {.path = path, .value = value, .len = len, .acl = acl, .flags = flags,
-                     .want_stat = 1, .batch = 1}; /* alone (not batched), a create2 */
+                     .want_stat = 1, .batch = BATCH_WRITE}; /* alone, a create2 */
     return submit(s, op, &r, !s->no_cork);
 #else
     return zkl_op_create(s, path, value, len, acl, flags, 1, route);
@@ -804,8 +904,21 @@ uint64_t zkl_op_delete_batched(zkl_session *s, const char *path, int version,
     zkl_event *op = alloc_op(s, ZKL_OP_DELETE, route);
     if (!op)
         return 0;
-    zkl_request r = {.path = path, .version = version, .batch = 1};
+    zkl_request r = {.path = path, .version = version, .batch = BATCH_WRITE};
     return submit(s, op, &r, !s->no_cork);
+}
+
+uint64_t zkl_op_children_batched(zkl_session *s, const char *path, const zkl_route *route)
+{
+#ifdef ZKL_MULTI_READ
+    zkl_event *op = alloc_op(s, ZKL_OP_CHILDREN, route); /* corked, as a batched write */
+    if (!op)
+        return 0;
+    zkl_request r = {.path = path, .batch = BATCH_READ}; /* alone, a children2 */
+    return submit(s, op, &r, !s->no_cork);
+#else
+    return zkl_op_children(s, path, 0, route);
+#endif
 }
 
 uint64_t zkl_op_delete(zkl_session *s, const char *path, int version, const zkl_route *route)

@@ -66,6 +66,16 @@ uint64_t zkl_op_create_batched(zkl_session *s, const char *path, const char *val
                                const struct ACL_vector *acl, int flags, const zkl_route *route);
 uint64_t zkl_op_delete_batched(zkl_session *s, const char *path, int version,
                                const zkl_route *route);
+/*
+ * Batched listings: a children read (no watch) that may go out in one multiRead with the
+ * batched listings next to it (ZooKeeper 3.6+; at most 50, a lone one as a plain children2),
+ * as batched writes do, and for the same reason: a lock that lists its contenders after each
+ * batched create.  Each gets its own result, its names with no stat (has_stat 0), in order.
+ * A server older than 3.6 refuses a multiRead: its listings are sent again alone, and so
+ * are the session's later ones.  A C client without the multiRead call (ZK_CLIENT=system: no
+ * ZKL_MULTI_READ, scripts/zookeeper-client-patches/multi-read.patch) sends each alone.
+ */
+uint64_t zkl_op_children_batched(zkl_session *s, const char *path, const zkl_route *route);
 uint64_t zkl_op_exists(zkl_session *s, const char *path, int watch, const zkl_route *route);
 uint64_t zkl_op_get(zkl_session *s, const char *path, int watch, const zkl_route *route);
 uint64_t zkl_op_children(zkl_session *s, const char *path, int watch, const zkl_route *route);

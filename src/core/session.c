@@ -503,6 +503,8 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     if (st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE) {
         s->client_state = st == ZOO_READONLY_STATE ? ZKL_CS_CONNECTED_RO : ZKL_CS_CONNECTED;
         s->state = ZKL_CONNECTED;
+        if (s->multi_read > 0)
+            s->multi_read = 0; /* a new connection, maybe to another server (ops.c) */
     } else { /* connecting, associating or between attempts */
         s->client_state = ZKL_CS_CONNECTING;
         if (s->state == ZKL_CONNECTED) {
@@ -840,11 +842,14 @@ void zkl_session_set_window(zkl_session *s, int window)
     zkl_ops_flush(s);
 }
 
-void zkl_session_batch_use(const zkl_session *s, long *batches, long *ops, long *resent)
+void zkl_session_batch_use(const zkl_session *s, long *batches, long *ops, long *resent,
+                           long *read_batches, long *read_ops)
 {
     *batches = s->batches;
     *ops = s->batched_ops;
     *resent = s->batch_resent;
+    *read_batches = s->read_batches;
+    *read_ops = s->read_batched_ops;
 }
 
 void zkl_session_window_use(const zkl_session *s, long *sent, long *max_sent)

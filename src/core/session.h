@@ -52,9 +52,11 @@ enum { ZKL_DEFAULT_WINDOW = 1000 };
 void zkl_session_set_window(zkl_session *s, int window); /* window >= 1 */
 /* Ops now in the window, and the most there were at once since the session was made. */
 void zkl_session_window_use(const zkl_session *s, long *sent, long *max_sent);
-/* Batched writes (ops.h) since the session was made: the multis sent, the ops they carried,
- * and the ops sent again alone because another op failed their multi. */
-void zkl_session_batch_use(const zkl_session *s, long *batches, long *ops, long *resent);
+/* Batched ops (ops.h) since the session was made: the multis of writes sent, the ops they
+ * carried, the ops sent again alone (another op failed their multi, or the server refused a
+ * multiRead), and the multiReads sent and the listings they carried. */
+void zkl_session_batch_use(const zkl_session *s, long *batches, long *ops, long *resent,
+                           long *read_batches, long *read_ops);
 /* The test harness's hold on reconnection (zkl_reconnect_hold): 1 holds, 0 releases. */
 void zkl_session_hold_reconnection(zkl_session *s, int held);
 /* 1 when the connection retry policy gave up and stopped the session (until the next start). */

@@ -89,9 +89,14 @@ struct zkl_session {
      * at most window of them; the most there ever were */
     long sent, max_sent;
     int window;
-    /* batched writes (ops.c): the multis sent, the ops they carried, the ops sent again on
-     * their own after their multi failed because of another op */
-    long batches, batched_ops, batch_resent;
+    /* batched ops (ops.c): the multis of writes sent and the ops they carried, the ops sent
+     * again on their own after their multi failed because of another op (or a server refused
+     * a multiRead), the multiReads sent and the listings they carried */
+    long batches, batched_ops, batch_resent, read_batches, read_batched_ops;
+    /* multiReads on this connection (ops.c): 1 one was answered, 0 not known yet (the first
+     * goes alone at the server), -1 a server refused one (older than 3.6): for the session's
+     * life, batched listings go alone */
+    int multi_read;
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */
@@ -110,7 +115,8 @@ void zkl_ops_flush(zkl_session *s);
  * goes out). */
 void zkl_ops_taken(zkl_session *s, zkl_event *op);
 
-/* ops.c: the rc of a batched write whose multi failed because of another op: it did not run.
+/* ops.c: the rc of a batched write whose multi failed because of another op, or of a batched
+ * listing whose multiRead the server refused (older than 3.6): it did not run.
  * No ZooKeeper code is positive.  The owner never delivers such an event: after taking it,
  * it sends the op again on its own (zkl_ops_resend: 1).  An op whose handle closed meanwhile
  * (an expiry, a stop) is not sent on the next one: it fails as that handle's other ops did

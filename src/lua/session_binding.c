@@ -214,15 +214,18 @@ static int session_window_use(lua_State *L)
 }
 
 /* batch_use() -> multis of batched writes sent, the ops they carried, the ops sent again
- * alone after another op failed their multi (ops.h) */
+ * alone after another op failed their multi (or a server refused a multiRead), multiReads of
+ * batched listings sent, the listings they carried (ops.h) */
 static int session_batch_use(lua_State *L)
 {
-    long batches, ops, resent;
-    zkl_session_batch_use(check_session(L), &batches, &ops, &resent);
+    long batches, ops, resent, read_batches, read_ops;
+    zkl_session_batch_use(check_session(L), &batches, &ops, &resent, &read_batches, &read_ops);
     lua_pushinteger(L, batches);
     lua_pushinteger(L, ops);
     lua_pushinteger(L, resent);
-    return 3;
+    lua_pushinteger(L, read_batches);
+    lua_pushinteger(L, read_ops);
+    return 5;
 }
 
 static int session_gave_up_connecting(lua_State *L)

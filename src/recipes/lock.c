@@ -48,7 +48,7 @@ struct zkl_lock {
     uint64_t id;
     zkl_lock_kind kind;
     int container_parents; /* a missing path is made of containers */
-    int batch;             /* the node's create and delete are batched writes */
+    int batch;             /* batched create, delete and listings (zkl_lock_batch_writes) */
     char *path;        /* the lock's path */
     char *prefix;      /* "<uuid hex>__lock__" */
     char *create_path; /* path + "/" + prefix */
@@ -424,7 +424,8 @@ static uint64_t submit_step(zkl_lock *l)
         (void)counted(l, zkl_op_sync(l->s, l->path, &l->route), 0); /* its result: stale */
         return counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
     case STEP_CHECK:
-        return counted(l, zkl_op_children(l->s, l->path, 0, &l->route), 0);
+        return counted(l, l->batch ? zkl_op_children_batched(l->s, l->path, &l->route)
+                                   : zkl_op_children(l->s, l->path, 0, &l->route), 0);
     case STEP_STAT:
         if ((p = zkl_join_path(l->path, l->node)) != NULL)
             id = counted(l, zkl_op_exists(l->s, p, 0, &l->route), 0);

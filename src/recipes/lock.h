@@ -112,10 +112,11 @@ zkl_lock *zkl_lock_new(zkl_session *s, const char *path, const char *data, int l
                        zkl_lock_kind kind, const struct ACL_vector *acl);
 /* Whether a missing path is made of container nodes (see above); before an acquire. */
 void zkl_lock_container_parents(zkl_lock *l, int on);
-/* Whether the node's create and delete are batched writes (ops.h: many locks' nodes go to
- * the server in one multi), for an owner that acquires or releases many locks at once (the
- * SetPartitioner's items).  The create then goes without the listing pipelined behind it, so
- * an uncontended acquire costs two round trips instead of one; the results are the same. */
+/* Whether the node's create and delete are batched writes and its listings batched reads
+ * (ops.h: many locks' nodes go to the server in one multi, their listings in one multiRead),
+ * for an owner that acquires or releases many locks at once (the SetPartitioner's items).
+ * The create then goes without the listing pipelined behind it, so an uncontended acquire
+ * costs two round trips instead of one; the results are the same. */
 void zkl_lock_batch_writes(zkl_lock *l, int on);
 /* The owner lets go: see "orphaned" above. */
 void zkl_lock_free(zkl_lock *l);

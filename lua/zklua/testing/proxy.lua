@@ -7,6 +7,7 @@
 --   p:cut_request("create", 1) -- the 2nd create from now on never reaches the server
 --   p:drop()               -- close both sides of every connection
 --   p:refuse(true)         -- close each new connection at once (an unreachable server)
+--   p:rewrite("multi", 99) -- every multi reaches the server as an unknown request (opcode 99)
 --   p:delay(0.5)           -- forward every chunk half a second late
 --   p:resume()             -- forward both ways again at once
 --   p:stop()               -- stops the process by its PID
@@ -152,6 +153,16 @@ function Proxy:cut_request(opcode, skip)
   skip = skip or 0
   assert(type(skip) == "number" and skip >= 0 and skip % 1 == 0, "proxy: skip must be >= 0")
   command(self, "cut_request " .. tostring(opcode) .. " " .. skip)
+  return self
+end
+
+--- Every request of that opcode ("multi", ... or a number) a client sends from now on
+-- reaches the server as opcode `to` (a number), until resume(): a request the server does
+-- not know, as an older server does not know a newer one (ZooKeeper answers ZUNIMPLEMENTED
+-- and closes the connection).
+function Proxy:rewrite(opcode, to)
+  assert(type(to) == "number" and to % 1 == 0, "proxy: rewrite needs an integral opcode to send")
+  command(self, "rewrite " .. tostring(opcode) .. " " .. to)
   return self
 end
 

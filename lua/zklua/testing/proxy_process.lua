@@ -23,6 +23,11 @@
 --                          go up, and from the next one on nothing that connection sends
 --                          goes up (it is thrown away): that request never reaches the
 --                          server, and the connection is stuck until the client drops it
+--   rewrite OPCODE TO      (ZooKeeper framing) every request of that opcode a client sends from
+--                          now on goes up as opcode TO (a number): to a server that does not
+--                          know TO, as an older server does not know a newer request (it
+--                          answers ZUNIMPLEMENTED and closes the connection).  Meanwhile only
+--                          whole requests go up
 --   status                 "ok connections=N cut=0|1 accepted=N"
 --   quit                   exit
 --
@@ -81,13 +86,15 @@ local function open_conn(csock)
   ssock:settimeout(0)
   conns[#conns + 1] = { client = csock, server = ssock,
                         pending = { up = {}, down = {} }, -- { due=, data= } chunks to write
-                        frame = "", first_frame = true }
+                        frame = "", forwarded = 0, first_frame = true }
 end
 
 -- ZooKeeper framing of the up direction: a 4-byte length, then the frame; the first frame
 -- of a connection is the connect request, the others start with xid and opcode.  Returns
--- whether the cut_reply is armed and a request of its opcode is in data, and where in data
--- the request a cut_request holds back starts (nil: none).
+-- whether the cut_reply is armed and a request of its opcode is in data, where in the bytes
+-- to forward the request a cut_request holds back starts (nil: none), and the bytes to
+-- forward: data, with opcodes rewritten; while rewriting, the start of a request not yet
+-- whole is kept back for the next call (c.forwarded: how much of c.frame went up already).
 local function int32(s, i)
   local a, b, c, d = s:byte(i, i + 3)
   local n = ((a * 256 + b) * 256 + c) * 256 + d
@@ -96,7 +103,7 @@ local function int32(s, i)
 end
 
 local function scan_requests(c, data)
-  local carried = #c.frame -- bytes of a frame begun in earlier data (already forwarded)
+  local carried = c.forwarded -- bytes of a frame begun in earlier data, already forwarded
   c.frame = c.frame .. data
   local hit, held, at = false, nil, 1
   while #c.frame >= at + 3 do
@@ -106,6 +113,10 @@ local function scan_requests(c, data)
       c.first_frame = false
     elseif len >= 8 then
       local opcode = int32(c.frame, at + 8)
+      local to = mode.rewrite and mode.rewrite[opcode]
+      if to and at + 8 > carried then -- (its opcode did not go up yet)
+        c.frame = c.frame:sub(1, at + 7) .. string.pack(">i4", to) .. c.frame:sub(at + 12)
+      end
       if mode.cut_opcodes and mode.cut_opcodes[opcode] then hit = true end
       if not held and mode.hold_opcodes and mode.hold_opcodes[opcode] then
         if mode.hold_skip > 0 then
@@ -117,8 +128,12 @@ local function scan_requests(c, data)
     end
     at = at + 4 + len
   end
+  local upto = #c.frame
+  if mode.rewrite and at > carried then upto = at - 1 end -- the unfinished request waits
+  local out = c.frame:sub(carried + 1, upto)
   c.frame = c.frame:sub(at)
-  return hit, held
+  c.forwarded = math.max(0, upto - at + 1)
+  return hit, held, out
 end
 
 local function queue_chunk(c, way, data)
@@ -151,7 +166,7 @@ local function pump(c, way)
   data = data or partial
   if data and #data > 0 then
     local hit, held
-    if way == "up" then hit, held = scan_requests(c, data) end
+    if way == "up" then hit, held, data = scan_requests(c, data) end
     if hit then
       mode.cut_opcodes, mode.cut, mode.down = nil, true, false -- before the request goes up
     end
@@ -192,7 +207,7 @@ local function command(ctl, line)
     if a ~= "up" then mode.down = false end
   elseif verb == "resume" then
     mode.up, mode.down, mode.delay, mode.refuse, mode.cut_opcodes = true, true, 0, false, nil
-    mode.hold_opcodes = nil
+    mode.hold_opcodes, mode.rewrite = nil, nil
   elseif verb == "delay" and tonumber(a) and tonumber(a) >= 0 then
     mode.delay = tonumber(a)
   elseif verb == "drop" then
@@ -203,6 +218,9 @@ local function command(ctl, line)
     mode.cut_opcodes, mode.cut = opcode_set(a), false
   elseif verb == "cut_request" and opcode_set(a) and tonumber(b) and tonumber(b) >= 0 then
     mode.hold_opcodes, mode.hold_skip, mode.cut = opcode_set(a), tonumber(b), false
+  elseif verb == "rewrite" and opcode_set(a) and tonumber(b) then
+    mode.rewrite = {}
+    for code in pairs(opcode_set(a)) do mode.rewrite[code] = math.tointeger(tonumber(b)) end
   elseif verb == "status" then
     local open = 0
     for _, c in ipairs(conns) do if not c.closed then open = open + 1 end end
