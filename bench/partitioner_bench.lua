@@ -16,7 +16,7 @@
 -- and, last, the first cover of the set by the MEMBERS members started together, and how
 -- many members heard their session LOST, went SUSPENDED, or failed (the partitioner failed,
 -- or the process exited on its own) over the whole run:
---   RESULT sp_build ms=<ms> ... lost=<n> suspended=<n> failed=<n>
+--   RESULT sp_build ms=<ms> ... lost=<n> suspended=<n> failed=<n> failed_why=<classes or ->
 -- An event not covered within CAP seconds (default 120) ends the run: its line says
 -- "dnf_s=<CAP>" instead of ms=, and those of the events not reached "not_run=1" (so do all
 -- when the first cover took longer than CAP: sp_build dnf_s=<CAP>).
@@ -61,8 +61,9 @@ local function member(hosts, path, n_items, ident, tb, session)
       qp:finish()
       break
     end
-    if qp.failed then
-      say("failed", string.format("%.6f", core.monotonic()))
+    if qp.failed then -- the error's class: "LockTimeout: item ..." says LockTimeout
+      say("failed", string.format("%.6f", core.monotonic()),
+          tostring(qp.error):match("^(%w+)") or "?")
       break
     elseif qp.release then
       qp:release_set()
@@ -200,16 +201,23 @@ local function median(list)
 end
 
 -- The members that heard their session LOST, that went SUSPENDED, and that failed (printed
--- "failed", or exited on their own while still listed), each member counted once.
+-- "failed", or exited on their own while still listed), each member counted once; and why
+-- they failed: "LockTimeout,exited" (the error classes zklua members printed, "exited" for
+-- a member that ended on its own, "-" for none).
 local function fates()
-  local lost, suspended, failed = 0, 0, 0
+  local lost, suspended, failed, why = 0, 0, 0, {}
   for _, kid in ipairs(everyone) do
     local out = "\n" .. kid:stdout()
     if out:find("\nlost ") then lost = lost + 1 end
     if out:find("\nsuspended ") then suspended = suspended + 1 end
-    if out:find("\nfailed ") or (kids[kid.ident] and kid:exited()) then failed = failed + 1 end
+    local reason = out:match("\nfailed %S+ (%w+)") or out:find("\nfailed ") and "?" or
+                   kids[kid.ident] and kid:exited() and "exited"
+    if reason then
+      failed = failed + 1
+      why[#why + 1] = reason
+    end
   end
-  return lost, suspended, failed
+  return lost, suspended, failed, #why > 0 and table.concat(why, ",") or "-"
 end
 
 local ok, err = pcall(function()
@@ -241,10 +249,10 @@ local ok, err = pcall(function()
       print(string.format("RESULT sp_%s not_run=1 %s", event, tail))
     end
   end
-  local lost, suspended, failed = fates()
-  print(string.format("RESULT sp_build %s %s lost=%d suspended=%d failed=%d",
+  local lost, suspended, failed, why = fates()
+  print(string.format("RESULT sp_build %s %s lost=%d suspended=%d failed=%d failed_why=%s",
                       built and string.format("ms=%.1f", (built - t0) * 1000) or
-                      string.format("dnf_s=%g", CAP), tail, lost, suspended, failed))
+                      string.format("dnf_s=%g", CAP), tail, lost, suspended, failed, why))
 end)
 for _, kid in pairs(kids) do kid:cleanup() end
 pcall(admin.delete, admin, path, nil, true)

@@ -515,6 +515,7 @@ local function run_sp(s, session, clients)
         local build = res.sp_build
         if build then
           m.lost, m.suspended, m.failed = build.lost, build.suspended, build.failed
+          m.failed_why = build.failed_why ~= "-" and build.failed_why or nil
           m.status = "ok"
         elseif m.status == "ok" then
           m.status, m.error = "error", error_line(r.err .. "\n" .. r.out)
@@ -767,6 +768,12 @@ local function report_watches(s)
   if svg then w("![watches](", svg, ")"); w("") end
 end
 
+-- How many SetPartitioner members failed, and why: "1 (LockTimeout)".
+local function failed_text(m)
+  if not m.failed then return "?" end
+  return m.failed_why and string.format("%d (%s)", m.failed, m.failed_why) or tostring(m.failed)
+end
+
 local function event_cell(m, e)
   local bad = status_cell(m)
   if bad and not (m and m.events) then return bad end
@@ -792,7 +799,7 @@ local function report_sp(s, clients, tag)
       w(string.format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.label, c,
         event_cell(m, "build"), event_cell(m, "leave"), event_cell(m, "join"),
         event_cell(m, "crash"), m and m.lost and tostring(m.lost) or "",
-        m and m.failed and tostring(m.failed) or "", m and m.suspended and tostring(m.suspended) or "",
+        m and m.failed and failed_text(m) or "", m and m.suspended and tostring(m.suspended) or "",
         load_cell(m)))
     end
   end
@@ -1021,7 +1028,7 @@ local function targets()
       "leave, join and crash complete with no session lost%s: first cover %s, leave %s, join %s, " ..
       "crash %s; members that heard LOST %s, failed %s", session_text, event_cell(m, "build"),
       event_cell(m, "leave"), event_cell(m, "join"), event_cell(m, "crash"), tostring(m.lost or "?"),
-      tostring(m.failed or "?")))
+      failed_text(m)))
     return p, m
   end
   local sps = by_id.sp
@@ -1036,8 +1043,9 @@ local function targets()
     if wr then -- every item released (a delete) and acquired (a create), plus a listing
       floor = string.format("; one write a request, %s deletes and %s creates would take " ..
                             "this server %.1f s: zklua sends them in multis of 50, and each " ..
-                            "item's lock still lists its contenders (a read an item, kazoo's " ..
-                            "protocol)", fmt_n(i2), fmt_n(i2), i2 / wr.deletes + i2 / wr.creates)
+                            "item lock's listing of its contenders (kazoo's protocol) in " ..
+                            "multiReads of 50", fmt_n(i2), fmt_n(i2),
+                            i2 / wr.deletes + i2 / wr.creates)
     end
     row(l and j and l <= 5 and j <= 5 or false, "SetPartitioner 30 × " .. fmt_n(i2) .. ":",
         string.format("leave/join ≤ 5 s: leave %s, join %s (kazoo: leave %s, join %s)%s",
@@ -1165,7 +1173,7 @@ local function targets()
         row(done and mm.lost == 0 and mm.failed == 0, "Under load, SetPartitioner " .. p.label .. ":",
             string.format("every event completes, no session lost: members that heard LOST %s, " ..
                           "failed %s; first cover %s, leave %s, join %s, crash %s",
-                          tostring(mm.lost or "?"), tostring(mm.failed or "?"),
+                          tostring(mm.lost or "?"), failed_text(mm),
                           event_cell(mm, "build"), event_cell(mm, "leave"),
                           event_cell(mm, "join"), event_cell(mm, "crash")))
       end
