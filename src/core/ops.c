@@ -56,7 +56,8 @@
  * answered on its own.  A server older than 3.6 does not know multiRead: it answers
  * ZUNIMPLEMENTED at once, ahead of the requests sent before it, and closes the connection,
  * and the library takes a reply out of order for a broken connection (every op it holds
- * fails, as ConnectionLoss: finish).  So on each connection the first multiRead goes when
+ * fails, as ConnectionLoss: finish).  So on each connection (the library's connect hook
+ * counts them: a reconnection may reach another server) the first multiRead goes when
  * nothing else is in flight (run_waits): a refusal then comes in order and fails only its
  * listings, which are sent again alone, as every later one of the session (zkl_ops_resend);
  * once one is answered, the others go as they come.
@@ -120,9 +121,13 @@ static int hand_over(zkl_session *s, zkl_event *op, const zkl_request *r)
 
 void zkl_ops_taken(zkl_session *s, zkl_event *op)
 {
-    if (op->in_multi_read && s->multi_read == 0 &&
-        (op->rc == ZOK || op->rc == ZNONODE || op->rc == ZNOAUTH))
-        s->multi_read = 1; /* the server answered it: multiReads go as they come */
+    if (op->in_multi_read && s->multi_read >= 0 &&
+        (op->rc == ZOK || op->rc == ZNONODE || op->rc == ZNOAUTH)) {
+        /* the server answered it: multiReads go as they come on that connection (probe_on:
+         * a connection's first waits until every op before it was taken, this one too) */
+        s->multi_read = 1;
+        s->multi_read_on = s->probe_on;
+    }
     if (!op->windowed)
         return;
     s->sent -= op->windowed;
@@ -659,7 +664,7 @@ static int is_batched(const zkl_session *s, const zkl_event *op, int kind)
     if (!op || !op->request || !op->request->batch)
         return 0;
     if (op->request->batch == BATCH_READ && s->multi_read < 0)
-        return 0;
+        return 0; /* a server refused a multiRead: each goes alone */
     return kind == 0 || op->request->batch == kind;
 }
 
@@ -695,6 +700,7 @@ static void send_read_batch(zkl_session *s, zkl_event **ops, int n)
         datas[i] = ops[i];
         ops[i]->in_multi_read = 1;
     }
+    s->probe_on = atomic_load(&s->connects);
     ops[n - 1]->windowed = n;
     int rc = zoo_amulti_children(s->zh, n, paths, on_batched_strings, datas, on_read_batch, NULL);
     if (rc != ZOK) { /* refused: no callback will come */
@@ -774,7 +780,8 @@ static int run_waits(const zkl_session *s)
     int kind = head->request ? head->request->batch : 0;
     if (!is_batched(s, head, kind) || !is_batched(s, head->unsent_next, kind))
         return 0; /* not a run: it goes alone */
-    if (kind == BATCH_READ && s->multi_read == 0 && s->sent > 0)
+    if (kind == BATCH_READ && s->sent > 0 &&
+        (s->multi_read == 0 || s->multi_read_on != atomic_load(&s->connects)))
         return 1; /* the connection's first multiRead goes alone at the server (see the top) */
     long room = s->window - s->sent;
     if (room >= BATCH_MAX || s->sent == 0)

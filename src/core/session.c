@@ -59,8 +59,10 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
 static void before_connect(zhandle_t *zh)
 {
     zkl_handle_ctx *hc = (zkl_handle_ctx *)zoo_get_context(zh); /* ours: set at init */
-    if (hc)
+    if (hc) {
+        atomic_fetch_add(&hc->session->connects, 1); /* (ops.c: multiReads) */
         zkl_reconnect_before_connect(&hc->session->reconnect);
+    }
 }
 #endif
 
@@ -503,8 +505,6 @@ static zkl_event *handle_session_event(zkl_session *s, const zkl_event *raw)
     if (st == ZOO_CONNECTED_STATE || st == ZOO_READONLY_STATE) {
         s->client_state = st == ZOO_READONLY_STATE ? ZKL_CS_CONNECTED_RO : ZKL_CS_CONNECTED;
         s->state = ZKL_CONNECTED;
-        if (s->multi_read > 0)
-            s->multi_read = 0; /* a new connection, maybe to another server (ops.c) */
     } else { /* connecting, associating or between attempts */
         s->client_state = ZKL_CS_CONNECTING;
         if (s->state == ZKL_CONNECTED) {

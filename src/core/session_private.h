@@ -93,10 +93,13 @@ struct zkl_session {
      * again on their own after their multi failed because of another op (or a server refused
      * a multiRead), the multiReads sent and the listings they carried */
     long batches, batched_ops, batch_resent, read_batches, read_batched_ops;
-    /* multiReads on this connection (ops.c): 1 one was answered, 0 not known yet (the first
-     * goes alone at the server), -1 a server refused one (older than 3.6): for the session's
-     * life, batched listings go alone */
+    /* multiReads (ops.c): 1 one was answered on connection multi_read_on (a count of
+     * connects; another connection may reach another server), 0 not known yet (the first goes
+     * alone at the server; probe_on: the connection it went on), -1 a server refused one
+     * (older than 3.6): for the session's life, batched listings go alone */
     int multi_read;
+    unsigned multi_read_on, probe_on;
+    atomic_uint connects; /* the library's attempts to connect (its I/O thread: session.c) */
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
     zkl_state_listener *listeners; /* C listeners, told of every delivered state event */

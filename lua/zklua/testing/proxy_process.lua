@@ -218,7 +218,8 @@ local function command(ctl, line)
     mode.cut_opcodes, mode.cut = opcode_set(a), false
   elseif verb == "cut_request" and opcode_set(a) and tonumber(b) and tonumber(b) >= 0 then
     mode.hold_opcodes, mode.hold_skip, mode.cut = opcode_set(a), tonumber(b), false
-  elseif verb == "rewrite" and opcode_set(a) and tonumber(b) then
+  elseif verb == "rewrite" and opcode_set(a) and math.tointeger(tonumber(b)) and
+         math.abs(tonumber(b)) < 2 ^ 31 then
     mode.rewrite = {}
     for code in pairs(opcode_set(a)) do mode.rewrite[code] = math.tointeger(tonumber(b)) end
   elseif verb == "status" then
