@@ -121,13 +121,10 @@ static int hand_over(zkl_session *s, zkl_event *op, const zkl_request *r)
 
 void zkl_ops_taken(zkl_session *s, zkl_event *op)
 {
-    if (op->in_multi_read && s->multi_read >= 0 &&
-        (op->rc == ZOK || op->rc == ZNONODE || op->rc == ZNOAUTH)) {
+    if (op->in_multi_read && (op->rc == ZOK || op->rc == ZNONODE || op->rc == ZNOAUTH))
         /* the server answered it: multiReads go as they come on that connection (probe_on:
          * a connection's first waits until every op before it was taken, this one too) */
-        s->multi_read = 1;
         s->multi_read_on = s->probe_on;
-    }
     if (!op->windowed)
         return;
     s->sent -= op->windowed;
@@ -663,7 +660,7 @@ static int is_batched(const zkl_session *s, const zkl_event *op, int kind)
 {
     if (!op || !op->request || !op->request->batch)
         return 0;
-    if (op->request->batch == BATCH_READ && s->multi_read < 0)
+    if (op->request->batch == BATCH_READ && s->multi_read_refused)
         return 0; /* a server refused a multiRead: each goes alone */
     return kind == 0 || op->request->batch == kind;
 }
@@ -758,7 +755,7 @@ static void send_batch(zkl_session *s, zkl_event *first)
     b->count = n;
     zkl_event *last = ops[n - 1];
     last->batch = b;
-    last->windowed = n;
+    last->windowed = n; /* (batch_sent) */
     int rc = zoo_amulti(s->zh, n, b->zops, b->results, on_batch, b);
     if (rc != ZOK) { /* refused: no callback will come */
         last->windowed = 0;
@@ -771,7 +768,7 @@ static void send_batch(zkl_session *s, zkl_event *first)
     batch_sent(s, n, BATCH_WRITE);
 }
 
-/* Whether the run of batched writes at the head of the unsent list waits for room: the window
+/* Whether the run of batched ops at the head of the unsent list waits for room: the window
  * has room for fewer of them than one full multi would carry, and ops in flight will free more
  * (without this, single answers freeing single places would send the run one op at a time). */
 static int run_waits(const zkl_session *s)
@@ -780,8 +777,7 @@ static int run_waits(const zkl_session *s)
     int kind = head->request ? head->request->batch : 0;
     if (!is_batched(s, head, kind) || !is_batched(s, head->unsent_next, kind))
         return 0; /* not a run: it goes alone */
-    if (kind == BATCH_READ && s->sent > 0 &&
-        (s->multi_read == 0 || s->multi_read_on != atomic_load(&s->connects)))
+    if (kind == BATCH_READ && s->sent > 0 && s->multi_read_on != atomic_load(&s->connects))
         return 1; /* the connection's first multiRead goes alone at the server (see the top) */
     long room = s->window - s->sent;
     if (room >= BATCH_MAX || s->sent == 0)
@@ -822,7 +818,7 @@ int zkl_ops_resend(zkl_session *s, zkl_event *op)
     }
     op->rc = ZOK;
     if (op->request->batch == BATCH_READ)
-        s->multi_read = -1; /* the server refused a multiRead: older than 3.6 */
+        s->multi_read_refused = 1; /* the server refused a multiRead: older than 3.6 */
     op->request->batch = 0; /* alone this time: it runs whatever its neighbours do */
     s->batch_resent++;
     zkl_queue_track(&s->queue, op);

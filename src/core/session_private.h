@@ -93,12 +93,12 @@ struct zkl_session {
      * again on their own after their multi failed because of another op (or a server refused
      * a multiRead), the multiReads sent and the listings they carried */
     long batches, batched_ops, batch_resent, read_batches, read_batched_ops;
-    /* multiReads (ops.c): 1 one was answered on connection multi_read_on (a count of
-     * connects; another connection may reach another server), 0 not known yet (the first goes
-     * alone at the server; probe_on: the connection it went on), -1 a server refused one
-     * (older than 3.6): for the session's life, batched listings go alone */
-    int multi_read;
+    /* multiReads (ops.c): the connection (a count of connects: another may reach another
+     * server) on which one was answered, 0 none; probe_on: the connection the last one went
+     * on; refused: a server refused one (older than 3.6): for the session's life, batched
+     * listings go alone */
     unsigned multi_read_on, probe_on;
+    int multi_read_refused;
     atomic_uint connects; /* the library's attempts to connect (its I/O thread: session.c) */
 
     zkl_watch_routes watch_routes; /* routed watches of the current handle */
